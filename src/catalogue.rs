@@ -1,0 +1,174 @@
+//! The one catalogue of every `E-` and `W-` code mur prints. `docs/errors.md` is
+//! generated from it (`mur explain --markdown`) and a test keeps the two equal.
+//!
+//! Each family has its own section; keep codes sorted within it.
+
+use std::fmt;
+
+/// A catalogue code such as `E-ROS-001`. Only the constants below exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Code(&'static str);
+
+impl Code {
+    pub const fn as_str(&self) -> &'static str {
+        self.0
+    }
+    pub fn is_warning(&self) -> bool {
+        self.0.starts_with("W-")
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// One catalogue entry: what the code means and what to do about it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub code: Code,
+    pub title: &'static str,
+    pub meaning: &'static str,
+    pub hint: &'static str,
+}
+
+macro_rules! catalogue {
+    ($( $name:ident = $code:literal, $title:literal, $meaning:literal, $hint:literal; )*) => {
+        $( pub const $name: Code = Code($code); )*
+        /// Every entry, in catalogue order.
+        pub const ENTRIES: &[Entry] = &[
+            $( Entry { code: $name, title: $title, meaning: $meaning, hint: $hint }, )*
+        ];
+    };
+}
+
+catalogue! {
+    // ---- E-CLI: command line -------------------------------------------------
+    E_CLI_001 = "E-CLI-001", "Unknown code",
+        "`mur explain` was given a code that is not in the catalogue.",
+        "Run `mur explain --list` to see every code.";
+
+    // ---- E-MAN / W-MAN: murmur.yaml, the capsule manifest ---------------------
+    E_MAN_001 = "E-MAN-001", "Manifest does not read",
+        "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, or lacks a required field.",
+        "Compare the file with docs/manifest.md; the message names the key at fault.";
+    E_MAN_003 = "E-MAN-003", "Authentication beside spawn",
+        "network.authentication is declared beside a non-empty capabilities.spawn.allow: a member that authenticates its callers cannot also delegate to child capsules.",
+        "Remove capabilities.spawn.allow, or remove network.authentication.";
+
+    // ---- E-PAK / E-STO / E-REG: packing, stores, lock ------------------------
+    E_REG_005 = "E-REG-005", "Lock disagrees",
+        "murmur.lock pins this artifact at another version or sha256 than the one found in the stores.",
+        "Install the pinned version, or run `mur lock` to pin what is installed now.";
+
+    // ---- E-ROS / W-ROS: roster.yaml and its admission -------------------------
+    E_ROS_001 = "E-ROS-001", "Roster does not read",
+        "roster.yaml is missing, is not YAML, or does not have the shape the roster schema gives: an unknown key, a wrong type, a missing field, or a value its rule refuses.",
+        "Compare the file with docs/roster.md; the message names the key at fault.";
+    E_ROS_002 = "E-ROS-002", "Not exactly one entry member",
+        "No member, or more than one member, has `entry: true`.",
+        "Mark exactly one member `entry: true`.";
+    E_ROS_003 = "E-ROS-003", "Duplicate member name",
+        "Two members of the roster share a name.",
+        "Give each member its own name.";
+    E_ROS_004 = "E-ROS-004", "Rule names no member",
+        "A reachability rule's `from` or `to` names no member of the roster.",
+        "Name members by their roster `name`, not by capsule.";
+    E_ROS_005 = "E-ROS-005", "Callee does not serve peers",
+        "A member that a rule lets others call does not declare exports.peer_tasks.accept: true.",
+        "Declare exports.peer_tasks.accept: true in that member's murmur.yaml, or drop it from the rule.";
+    E_ROS_006 = "E-ROS-006", "Door without authentication",
+        "The roster has at least one edge, and a member does not declare network.authentication.",
+        "Declare network.authentication in every member's murmur.yaml.";
+    E_ROS_007 = "E-ROS-007", "Member not installed",
+        "A member's capsule is not installed at its version in the project store or the global store, or its packed murmur.yaml does not parse.",
+        "Install it with `mur install`, then run `mur doctor` again.";
+    E_ROS_008 = "E-ROS-008", "Rule calls the entry member",
+        "A reachability rule lists the entry member in `to`; the entry member is never called by a peer.",
+        "To have a member report to the entry member, let the entry member call it.";
+    W_ROS_001 = "W-ROS-001", "More callers than a member holds",
+        "More members may call this member than its lifecycle holds tasks at once; calls may wait for it.",
+        "Raise lifecycle.queue_depth to the number the warning names.";
+
+    // ---- E-RUN / W-RUN / W-SEC: sessions and formations -----------------------
+    E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
+        "The session received SIGTERM while a task ran; the task was canceled.",
+        "Let the task finish, or send a second SIGTERM to exit at once.";
+    E_RUN_045 = "E-RUN-045", "A peer did not come up",
+        "A formation peer did not become ready, or its directory already existed; the whole launch was refused and every member already started was stopped.",
+        "Read the peer's lines above, run the capsule alone with `mur run --capsule`, and check ~/.murmur/formations/.";
+    E_RUN_046 = "E-RUN-046", "Bad formation environment",
+        "The formation channel or environment is not what the launcher sets up, or `mur run --roster` was started inside a formation.",
+        "Launch formations with `mur run --roster` from outside any formation; never set MURMUR_FORMATION_* by hand.";
+    E_RUN_047 = "E-RUN-047", "Artifact changed since admission",
+        "The installed artifact's bytes are not the ones admission bound the member to.",
+        "Do not reinstall capsules while a formation launches; launch it again.";
+    E_RUN_053 = "E-RUN-053", "Deadline reached",
+        "The session or formation reached its --deadline.",
+        "Give a later --deadline, or a smaller task.";
+    W_RUN_007 = "W-RUN-007", "Formation member started by hand",
+        "This mur run carries MURMUR_FORMATION_ID but no lifeline: nothing winds it down when its formation ends.",
+        "End it with `mur stop`; launch formations with `mur run --roster`.";
+    W_RUN_008 = "W-RUN-008", "Callees out of network reach",
+        "The roster lets this member call others, but its capabilities.network.allow reaches no door on localhost, so every call it makes fails.",
+        "Add `localhost` to capabilities.network.allow.";
+    W_SEC_013 = "W-SEC-013", "Host warning",
+        "The host lacks a protection mur relies on; printed once by the launcher for every member.",
+        "Read the warning's text for the protection that is missing.";
+}
+
+/// The entry for `code`, if the catalogue has it (case-insensitive).
+pub fn lookup(code: &str) -> Option<&'static Entry> {
+    ENTRIES
+        .iter()
+        .find(|e| e.code.as_str().eq_ignore_ascii_case(code))
+}
+
+/// The catalogue as Markdown: the text of docs/errors.md.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Error and warning codes\n\n\
+         Generated from `src/catalogue.rs` by `mur explain --markdown`; a test keeps them equal.\n\
+         `mur explain <CODE>` prints one entry.\n",
+    );
+    for e in ENTRIES {
+        out.push_str(&format!(
+            "\n## {} — {}\n\n{}\n\n**Hint:** {}\n",
+            e.code, e.title, e.meaning, e.hint
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for e in ENTRIES {
+            let c = e.code.as_str();
+            assert!(seen.insert(c), "duplicate {c}");
+            let parts: Vec<_> = c.split('-').collect();
+            assert_eq!(parts.len(), 3, "{c}");
+            assert!(parts[0] == "E" || parts[0] == "W", "{c}");
+            assert!(
+                parts[1].len() == 3 && parts[1].chars().all(|ch| ch.is_ascii_uppercase()),
+                "{c}"
+            );
+            assert!(
+                parts[2].len() == 3 && parts[2].chars().all(|ch| ch.is_ascii_digit()),
+                "{c}"
+            );
+            assert!(!e.meaning.is_empty() && !e.hint.is_empty(), "{c}");
+        }
+    }
+
+    #[test]
+    fn lookup_ignores_case() {
+        assert_eq!(lookup("e-ros-001").unwrap().code, E_ROS_001);
+        assert!(lookup("E-XXX-999").is_none());
+    }
+}

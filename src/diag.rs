@@ -1,0 +1,122 @@
+//! Errors as data: every failure a user can cause is a `Diagnostic` carrying a
+//! catalogue code, a message, where it happened (file, line, column) and a hint.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::catalogue::{self, Code};
+
+/// Where in a file a fault sits. Lines and columns count from 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Location {
+    pub fn new(file: impl Into<PathBuf>, line: usize, column: usize) -> Self {
+        Location {
+            file: file.into(),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// A refusal or warning that names its catalogue code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub message: String,
+    /// The file the fault is in, when there is one; `location` then names the line too.
+    pub file: Option<PathBuf>,
+    pub location: Option<Location>,
+    /// Overrides the catalogue's hint when the fault calls for a more precise one.
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            message: message.into(),
+            file: None,
+            location: None,
+            hint: None,
+        }
+    }
+
+    pub fn at(mut self, location: Location) -> Self {
+        self.file = Some(location.file.clone());
+        self.location = Some(location);
+        self
+    }
+
+    pub fn in_file(mut self, file: impl AsRef<Path>) -> Self {
+        self.file = Some(file.as_ref().to_path_buf());
+        self
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// The hint to show: the diagnostic's own, else the catalogue's.
+    pub fn hint_text(&self) -> &str {
+        match &self.hint {
+            Some(h) => h,
+            None => catalogue::lookup(self.code.as_str())
+                .map(|e| e.hint)
+                .unwrap_or(""),
+        }
+    }
+
+    pub fn is_warning(&self) -> bool {
+        self.code.is_warning()
+    }
+
+    /// A machine-readable form, for `--json` outputs.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "code": self.code.as_str(),
+            "message": self.message,
+            "file": self.file.as_ref().map(|f| f.display().to_string()),
+            "line": self.location.as_ref().map(|l| l.line),
+            "column": self.location.as_ref().map(|l| l.column),
+            "hint": self.hint_text(),
+        })
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.is_warning() {
+            "warning"
+        } else {
+            "error"
+        };
+        write!(f, "{kind}[{}]: {}", self.code, self.message)?;
+        match (&self.location, &self.file) {
+            (Some(loc), _) => write!(f, "\n  --> {loc}")?,
+            (None, Some(file)) => write!(f, "\n  --> {}", file.display())?,
+            _ => {}
+        }
+        let hint = self.hint_text();
+        if !hint.is_empty() {
+            write!(f, "\n  = hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+pub type Result<T, E = Diagnostic> = std::result::Result<T, E>;

@@ -1,0 +1,40 @@
+//! `mur explain`: prints catalogue entries.
+
+use clap::Args;
+
+use crate::catalogue::{self, E_CLI_001};
+use crate::diag::{Diagnostic, Result};
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The code to explain, such as E-ROS-001.
+    #[arg(required_unless_present_any = ["list", "markdown"])]
+    pub code: Option<String>,
+    /// List every code with its title.
+    #[arg(long, conflicts_with = "markdown")]
+    pub list: bool,
+    /// Print the whole catalogue as Markdown (the text of docs/errors.md).
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+pub fn run(args: &ExplainArgs) -> Result<i32> {
+    if args.markdown {
+        print!("{}", catalogue::markdown());
+        return Ok(0);
+    }
+    if args.list {
+        for e in catalogue::ENTRIES {
+            println!("{}  {}", e.code, e.title);
+        }
+        return Ok(0);
+    }
+    let code = args.code.as_deref().unwrap_or_default();
+    let entry = catalogue::lookup(code)
+        .ok_or_else(|| Diagnostic::new(E_CLI_001, format!("no code `{code}` in the catalogue")))?;
+    println!(
+        "{} — {}\n\n{}\n\nHint: {}",
+        entry.code, entry.title, entry.meaning, entry.hint
+    );
+    Ok(0)
+}

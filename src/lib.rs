@@ -1,0 +1,12 @@
+//! mur (murmur): packs, installs and runs capsules, and launches formations of them.
+//!
+//! The `mur` binary is a thin layer over this library: `cli` parses the command line
+//! and each concern of the roster schema lives in the module named after it.
+
+pub mod catalogue;
+pub mod cli;
+pub mod diag;
+pub mod explain;
+pub mod paths;
+
+pub use diag::{Diagnostic, Location, Result};
