@@ -30,9 +30,13 @@ impl fmt::Display for Location {
     }
 }
 
-/// A refusal or warning that names its catalogue code.
+/// A refusal or warning that names its catalogue code. Boxed so `Result`s stay small;
+/// read its fields through `Deref`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
+pub struct Diagnostic(Box<Details>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Details {
     pub code: Code,
     pub message: String,
     /// The file the fault is in, when there is one; `location` then names the line too.
@@ -44,28 +48,28 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Diagnostic {
+        Diagnostic(Box::new(Details {
             code,
             message: message.into(),
             file: None,
             location: None,
             hint: None,
-        }
+        }))
     }
 
     pub fn at(mut self, location: Location) -> Self {
-        self.file = Some(location.file.clone());
-        self.location = Some(location);
+        self.0.file = Some(location.file.clone());
+        self.0.location = Some(location);
         self
     }
 
     pub fn in_file(mut self, file: impl AsRef<Path>) -> Self {
-        self.file = Some(file.as_ref().to_path_buf());
+        self.0.file = Some(file.as_ref().to_path_buf());
         self
     }
 
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
+        self.0.hint = Some(hint.into());
         self
     }
 
@@ -93,6 +97,13 @@ impl Diagnostic {
             "column": self.location.as_ref().map(|l| l.column),
             "hint": self.hint_text(),
         })
+    }
+}
+
+impl std::ops::Deref for Diagnostic {
+    type Target = Details;
+    fn deref(&self) -> &Details {
+        &self.0
     }
 }
 
