@@ -8,5 +8,6 @@ pub mod cli;
 pub mod diag;
 pub mod explain;
 pub mod paths;
+pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};
