@@ -8,8 +8,10 @@ pub mod channel;
 pub mod cli;
 pub mod diag;
 pub mod explain;
+pub mod formation;
 pub mod lifeline;
 pub mod paths;
+pub mod retention;
 pub mod timing;
 pub mod yaml;
 
