@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod diag;
 pub mod explain;
+pub mod manifest;
 pub mod paths;
 pub mod yaml;
 
