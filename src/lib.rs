@@ -10,6 +10,7 @@ pub mod diag;
 pub mod explain;
 pub mod formation;
 pub mod lifeline;
+pub mod manifest;
 pub mod paths;
 pub mod retention;
 pub mod timing;
