@@ -12,6 +12,7 @@ pub mod formation;
 pub mod lifeline;
 pub mod manifest;
 pub mod paths;
+pub mod readiness;
 pub mod retention;
 pub mod timing;
 pub mod yaml;

@@ -1,3 +1,4 @@
 //! Formations: `mur run --roster` and what it leaves on disk.
 
+pub mod dirs;
 pub mod marker;
