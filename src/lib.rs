@@ -6,6 +6,7 @@
 pub mod catalogue;
 pub mod channel;
 pub mod cli;
+pub mod credential;
 pub mod diag;
 pub mod explain;
 pub mod formation;
