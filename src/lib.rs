@@ -9,6 +9,7 @@ pub mod diag;
 pub mod explain;
 pub mod manifest;
 pub mod paths;
+pub mod scaffold;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};
