@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod paths;
 pub mod readiness;
 pub mod retention;
+pub mod scaffold;
 pub mod timing;
 pub mod yaml;
 
