@@ -329,10 +329,10 @@ fn check_url(text: &str) -> std::result::Result<(), String> {
 
 fn inference(r: &Reader, m: &Map<'_>) -> Result<Inference> {
     let mut out = Inference::default();
-    if let Some(s) = section(r, m, "inference", "inference", &["max_turns"])? {
-        if let Some(n) = s.get("max_turns") {
-            out.max_turns = bounded(r, n, "inference.max_turns", 1, MAX_TURNS)?;
-        }
+    if let Some(s) = section(r, m, "inference", "inference", &["max_turns"])?
+        && let Some(n) = s.get("max_turns")
+    {
+        out.max_turns = bounded(r, n, "inference.max_turns", 1, MAX_TURNS)?;
     }
     Ok(out)
 }
