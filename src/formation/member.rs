@@ -61,6 +61,7 @@ pub fn program() -> PathBuf {
 
 /// Starts a member whose channel already holds `first_line`.
 pub fn start(
+    program: &Path,
     spec: &Spec,
     formation: &str,
     first_line: &channel::Line,
@@ -71,7 +72,7 @@ pub fn start(
     // Written before the member starts: the pipe holds it until the member reads.
     channel.send(first_line)?;
 
-    let mut cmd = Command::new(program());
+    let mut cmd = Command::new(program);
     cmd.arg("run")
         .args([
             "--capsule",
