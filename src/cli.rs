@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
 use crate::explain;
+use crate::{lock, pack, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -18,12 +19,24 @@ pub struct Cli {
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
     Explain(explain::ExplainArgs),
+    /// Pack a capsule source folder into a deterministic <name>-<version>.mur.zip.
+    Pack(pack::PackArgs),
+    /// Install .mur.zip files or capsule source folders into the project (or global) store.
+    Install(store::install::InstallArgs),
+    /// List installed artifacts, project store first.
+    Ls(store::ls::LsArgs),
+    /// Pin name, version and sha256 of what the project uses in murmur.lock.
+    Lock(lock::LockArgs),
 }
 
 /// Runs the parsed command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(args) => explain::run(&args),
+        Command::Pack(args) => pack::run(&args),
+        Command::Install(args) => store::install::run(&args),
+        Command::Ls(args) => store::ls::run(&args),
+        Command::Lock(args) => lock::run(&args),
     }
 }
 

@@ -7,7 +7,11 @@ pub mod catalogue;
 pub mod cli;
 pub mod diag;
 pub mod explain;
+pub mod lock;
+pub mod manifest;
+pub mod pack;
 pub mod paths;
+pub mod store;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};
