@@ -68,7 +68,7 @@ catalogue! {
         "A file of the capsule could not be read or written: it is unreadable, is not a regular file or folder (a socket, a fifo, a device), or has a name an artifact cannot hold (not UTF-8, a backslash).",
         "Rename or remove the file the message names, or fix its permissions.";
     E_PAK_004 = "E-PAK-004", "Not a valid artifact",
-        "The .mur.zip does not read as a zip archive: it is truncated or corrupt, a checksum fails, it is encrypted, uses a compression other than deflate, or holds the same name twice.",
+        "The .mur.zip does not read as a zip archive: it is truncated or corrupt, a checksum fails, it is encrypted, uses a compression other than deflate, holds the same name twice, or a name that is both a file and a folder.",
         "Pack the capsule again with `mur pack` and install the new file.";
     E_PAK_005 = "E-PAK-005", "Path escapes the archive",
         "An entry of the archive has an absolute path, a `..` component, a backslash or a drive letter, or is a symlink: unpacked, it could write outside its folder (zip-slip).",

@@ -284,6 +284,20 @@ fn scan<R: Read + Seek>(
         }
         files.push((name, size));
     }
+    // A name that is a file and also a folder of another entry cannot be unpacked.
+    let file_names: HashSet<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    for (name, _) in &files {
+        let mut parent = name.as_str();
+        while let Some((dir, _)) = parent.rsplit_once('/') {
+            if file_names.contains(dir) {
+                return Err(corrupt(
+                    shown,
+                    &format!("`{dir}` is both a file and the folder of `{name}`"),
+                ));
+            }
+            parent = dir;
+        }
+    }
     Ok(files)
 }
 

@@ -249,6 +249,7 @@ fn pack_faults(#[case] fault: &str, #[case] code: Code) {
 #[case::truncated({ let b = packed("coder", "1.2.0"); b[..b.len() / 2].to_vec() }, catalogue::E_PAK_004)]
 #[case::bad_crc(patch(zip_of(&[("murmur.yaml", manifest_text("coder", "1.2.0").as_bytes())]), b"A test", b"B test"), catalogue::E_PAK_004)]
 #[case::duplicate_names(patch(zip_of(&[("murmur.yaml", manifest_text("c", "1").as_bytes()), ("xa", b"1"), ("xb", b"2")]), b"xb", b"xa"), catalogue::E_PAK_004)]
+#[case::file_and_folder(zip_of(&[("murmur.yaml", manifest_text("c", "1").as_bytes()), ("a", b"1"), ("a/b", b"2")]), catalogue::E_PAK_004)]
 #[case::parent_dir(patch(zip_of(&[("murmur.yaml", manifest_text("c", "1").as_bytes()), ("xx/evil", b"1")]), b"xx/evil", b"../evil"), catalogue::E_PAK_005)]
 #[case::absolute_path(patch(zip_of(&[("murmur.yaml", manifest_text("c", "1").as_bytes()), ("xetc/passwd", b"1")]), b"xetc/passwd", b"/etc/passwd"), catalogue::E_PAK_005)]
 #[case::backslash(zip_of(&[("murmur.yaml", manifest_text("c", "1").as_bytes()), ("..\\evil", b"1")]), catalogue::E_PAK_005)]
