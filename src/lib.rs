@@ -11,11 +11,14 @@ pub mod diag;
 pub mod explain;
 pub mod formation;
 pub mod lifeline;
+pub mod lock;
 pub mod manifest;
+pub mod pack;
 pub mod paths;
 pub mod readiness;
 pub mod retention;
 pub mod scaffold;
+pub mod store;
 pub mod timing;
 pub mod yaml;
 
