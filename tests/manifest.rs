@@ -497,3 +497,24 @@ proptest! {
         let _ = parse(&text);
     }
 }
+
+/// Every ```yaml block in docs/manifest.md parses, so the documented examples stay true.
+#[test]
+fn the_documented_examples_parse() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/manifest.md"))
+            .unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    let full = parse(blocks[0]).unwrap();
+    assert_eq!(full.artifacts[0].version, "1.10");
+    assert_eq!(full.tools.len(), 1);
+    assert_eq!(full.hooks.len(), 1);
+    assert!(full.network.authentication.is_some());
+    assert_eq!(full.lifecycle.holds(), 3);
+    parse(blocks[1]).unwrap();
+}
