@@ -109,6 +109,24 @@ fn assert_refused(text: &str, code: &str, line: usize, column: usize) -> Diagnos
     14
 )]
 #[case::idle_timeout_list("lifecycle:\n  idle_timeout: [1]\n", "E-MAN-001", 7, 17)]
+#[case::lifecycle_list("lifecycle: [single]\n", "E-MAN-001", 6, 12)]
+#[case::exports_scalar("exports: peers\n", "E-MAN-001", 6, 10)]
+#[case::peer_tasks_scalar("exports:\n  peer_tasks: true\n", "E-MAN-001", 7, 15)]
+#[case::network_list("network: []\n", "E-MAN-001", 6, 10)]
+#[case::capabilities_scalar("capabilities: all\n", "E-MAN-001", 6, 15)]
+#[case::spawn_allow_scalar("capabilities:\n  spawn:\n    allow: local/x\n", "E-MAN-001", 8, 12)]
+#[case::hooks_scalar("hooks: notify.wasm\n", "E-MAN-001", 6, 8)]
+#[case::hook_item_list("hooks:\n  - [task_end]\n", "E-MAN-001", 7, 5)]
+#[case::trace_list("trace: []\n", "E-MAN-001", 6, 8)]
+#[case::retain_scalar("trace:\n  retain: 5\n", "E-MAN-001", 7, 11)]
+#[case::artifacts_map("artifacts: {name: local/a}\n", "E-MAN-001", 6, 12)]
+#[case::instructions_list("instructions: [a.md]\n", "E-MAN-001", 6, 15)]
+#[case::tool_path_map(
+    "tools:\n  - name: t\n    path: {a: b}\n    description: d\n",
+    "E-MAN-001",
+    8,
+    11
+)]
 // ---- a missing required field
 #[case::tool_no_name("tools:\n  - path: t.wasm\n    description: d\n", "E-MAN-001", 7, 5)]
 #[case::tool_no_path("tools:\n  - name: t\n    description: d\n", "E-MAN-001", 7, 5)]
@@ -280,6 +298,12 @@ fn refused_after_base(
     "E-MAN-001",
     4,
     8
+)]
+#[case::version_map(
+    "name: coder\nversion: {major: 1}\ndescription: d\nagent: {transport: builtin}\n",
+    "E-MAN-001",
+    2,
+    10
 )]
 #[case::name_upper(
     "name: Coder\nversion: 0.1.0\ndescription: d\nagent: {transport: builtin}\n",
