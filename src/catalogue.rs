@@ -51,7 +51,7 @@ catalogue! {
 
     // ---- E-MAN / W-MAN: murmur.yaml, the capsule manifest ---------------------
     E_MAN_001 = "E-MAN-001", "Manifest does not read",
-        "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, or lacks a required field.",
+        "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, a value outside its choices or range, or lacks a required field.",
         "Compare the file with docs/manifest.md; the message names the key at fault.";
     E_MAN_003 = "E-MAN-003", "Authentication beside spawn",
         "network.authentication is declared beside a non-empty capabilities.spawn.allow: a member that authenticates its callers cannot also delegate to child capsules.",
