@@ -8,6 +8,7 @@ pub mod cli;
 pub mod diag;
 pub mod explain;
 pub mod paths;
+pub mod roster;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};
