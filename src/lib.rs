@@ -4,11 +4,17 @@
 //! and each concern of the roster schema lives in the module named after it.
 
 pub mod catalogue;
+pub mod channel;
 pub mod cli;
 pub mod diag;
 pub mod explain;
+pub mod formation;
+pub mod lifeline;
+pub mod manifest;
 pub mod paths;
+pub mod retention;
 pub mod roster;
+pub mod timing;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};

@@ -1,0 +1,3 @@
+//! Formations: `mur run --roster` and what it leaves on disk.
+
+pub mod marker;
