@@ -3,17 +3,22 @@
 //! The `mur` binary is a thin layer over this library: `cli` parses the command line
 //! and each concern of the roster schema lives in the module named after it.
 
+pub mod admission;
 pub mod catalogue;
 pub mod channel;
 pub mod cli;
 pub mod diag;
+pub mod doctor;
 pub mod explain;
 pub mod formation;
 pub mod lifeline;
+pub mod lock;
 pub mod manifest;
+pub mod pack;
 pub mod paths;
 pub mod retention;
 pub mod roster;
+pub mod store;
 pub mod timing;
 pub mod yaml;
 

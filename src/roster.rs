@@ -478,7 +478,7 @@ fn rule(r: &Reader, index: usize, item: &Node) -> Result<Rule, Refusal> {
 }
 
 /// The same diagnostic, its message prefixed with what it is about.
-fn prefixed(who: &str, d: Diagnostic) -> Diagnostic {
+pub(crate) fn prefixed(who: &str, d: Diagnostic) -> Diagnostic {
     let mut out = Diagnostic::new(d.code, format!("{who}: {}", d.message));
     if let Some(loc) = &d.location {
         out = out.at(loc.clone());
