@@ -78,6 +78,17 @@ catalogue! {
         "Two `tools` share a name, or two `artifacts` name the same artifact.",
         "Give each tool its own name; list each artifact once.";
 
+    // ---- E-NEW: mur new, scaffolding -----------------------------------------
+    E_NEW_001 = "E-NEW-001", "Bad name for mur new",
+        "The name given to `mur new` does not match ^[a-z][a-z0-9-]{0,31}$.",
+        "Start with a lowercase letter, then use up to 31 lowercase letters, digits or `-`, such as `my-agent`.";
+    E_NEW_002 = "E-NEW-002", "Target folder exists",
+        "`mur new <NAME>` writes the folder <NAME>/, and something already exists at that path. Nothing was written.",
+        "Choose another name, or move the existing folder away first.";
+    E_NEW_003 = "E-NEW-003", "Scaffold could not be written",
+        "`mur new` could not write its folder (permissions, disk full). It wrote into a temporary folder beside the target, which was removed: nothing was left behind.",
+        "Check that the current folder is writable and the disk has room, then run it again.";
+
     // ---- E-PAK / E-STO / E-REG: packing, stores, lock ------------------------
     E_REG_005 = "E-REG-005", "Lock disagrees",
         "murmur.lock pins this artifact at another version or sha256 than the one found in the stores.",

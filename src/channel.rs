@@ -60,6 +60,16 @@ pub struct Credentials {
     pub verify_key: String,
     /// One token per member this member may call, by callee name, in roster order.
     pub tokens: Vec<(String, Secret)>,
+    /// The roster's project: every member resolves its stores and lock from it.
+    pub project_dir: std::path::PathBuf,
+    /// The member's work folder: the project for the entry member, its own folder
+    /// under `~/.murmur/formations/<frm_id>/` for a peer.
+    pub workdir: std::path::PathBuf,
+    /// The sha256 admission bound the member's artifact to (E-RUN-047 if it changed).
+    pub artifact_sha256: String,
+    /// The formation's `--deadline`, one moment for every member, in Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_unix_ms: Option<u64>,
 }
 
 /// The launcher's end of one member's channel.
@@ -219,6 +229,10 @@ mod tests {
             entry: true,
             verify_key: "k".into(),
             tokens: vec![("coder".into(), Secret::new("mft1.a.b".into()))],
+            project_dir: "/p".into(),
+            workdir: "/p".into(),
+            artifact_sha256: "00".into(),
+            deadline_unix_ms: None,
         }
     }
 

@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::{doctor, explain};
+use crate::{doctor, explain, scaffold};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
     Explain(explain::ExplainArgs),
+    /// Scaffold a capsule folder, or with --roster a two-member formation.
+    New(scaffold::NewArgs),
     /// Admit a roster and report the result: members, edges, warnings, or the refusal.
     Doctor(doctor::DoctorArgs),
 }
@@ -26,6 +28,7 @@ pub enum Command {
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(args) => explain::run(&args),
+        Command::New(args) => scaffold::run(&args),
         Command::Doctor(args) => doctor::run(&args),
     }
 }

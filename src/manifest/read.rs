@@ -8,7 +8,7 @@ use super::*;
 use crate::catalogue::{
     Code, E_MAN_003, E_MAN_004, E_MAN_005, E_MAN_006, E_MAN_007, E_MAN_008, E_MAN_009, E_MAN_010,
 };
-use crate::yaml::{Map, Node, Reader};
+use crate::yaml::{Map, Node, Reader, Value};
 
 const TOP: &[&str] = &[
     "name",
@@ -172,9 +172,33 @@ fn choice<'a>(r: &Reader, node: &'a Node, field: &str, choices: &[&str]) -> Resu
         .hint(format!("Write one of: {}.", choices.join(", "))))
 }
 
+/// The scalar's text when it is not one `expected` takes, for a message that says
+/// what was written rather than only its kind.
+fn misread(r: &Reader, node: &Node, field: &str, expected: &str) -> Option<Diagnostic> {
+    match &node.value {
+        Value::Scalar { plain: false, .. } => Some(
+            r.fault(node, format!("`{field}` is quoted text, not {expected}"))
+                .hint(format!("Write `{field}` without quotes, as {expected}.")),
+        ),
+        Value::Scalar { text, plain: true } => Some(
+            r.fault(node, format!("`{field}` is `{text}`, not {expected}"))
+                .hint(format!("Write `{field}` as {expected}.")),
+        ),
+        _ => None,
+    }
+}
+
+/// A plain `true` or `false`.
+fn boolean(r: &Reader, node: &Node, field: &str) -> Result<bool> {
+    r.bool(node, field)
+        .map_err(|e| misread(r, node, field, "true or false").unwrap_or(e))
+}
+
 /// An integer in `min..=max`.
 fn bounded(r: &Reader, node: &Node, field: &str, min: u32, max: u32) -> Result<u32> {
-    let n = r.integer(node, field)?;
+    let n = r
+        .integer(node, field)
+        .map_err(|e| misread(r, node, field, "a whole number").unwrap_or(e))?;
     match u32::try_from(n) {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => Err(r
@@ -305,10 +329,10 @@ fn check_url(text: &str) -> std::result::Result<(), String> {
 
 fn inference(r: &Reader, m: &Map<'_>) -> Result<Inference> {
     let mut out = Inference::default();
-    if let Some(s) = section(r, m, "inference", "inference", &["max_turns"])? {
-        if let Some(n) = s.get("max_turns") {
-            out.max_turns = bounded(r, n, "inference.max_turns", 1, MAX_TURNS)?;
-        }
+    if let Some(s) = section(r, m, "inference", "inference", &["max_turns"])?
+        && let Some(n) = s.get("max_turns")
+    {
+        out.max_turns = bounded(r, n, "inference.max_turns", 1, MAX_TURNS)?;
     }
     Ok(out)
 }
@@ -366,7 +390,7 @@ fn exports(r: &Reader, m: &Map<'_>) -> Result<Exports> {
         && let Some(p) = section(r, &s, "peer_tasks", "exports.peer_tasks", &["accept"])?
         && let Some(n) = p.get("accept")
     {
-        out.peer_tasks.accept = r.bool(n, "exports.peer_tasks.accept")?;
+        out.peer_tasks.accept = boolean(r, n, "exports.peer_tasks.accept")?;
     }
     Ok(out)
 }
@@ -537,7 +561,7 @@ fn hooks(r: &Reader, m: &Map<'_>) -> Result<Vec<Hook>> {
         )?;
         let is_async = h
             .get("async")
-            .map(|n| r.bool(n, "hooks[].async"))
+            .map(|n| boolean(r, n, "hooks[].async"))
             .transpose()?
             .unwrap_or(false);
         out.push(Hook {
