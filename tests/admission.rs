@@ -480,3 +480,28 @@ fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(bytes))
 }
+
+/// `mur new --roster` writes a roster that admission accepts as written, once its
+/// members are installed.
+#[test]
+fn mur_new_roster_is_admitted_as_written() {
+    let p = Project::new();
+    p.mur().args(["new", "--roster", "team"]).assert().success();
+    let team = p.path().join("team");
+    let mur = |args: &[&str]| {
+        let mut cmd = Command::cargo_bin("mur").unwrap();
+        cmd.env("HOME", p.home.path()).current_dir(&team).args(args);
+        cmd.output().unwrap()
+    };
+    let out = mur(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("E-ROS-007"));
+    assert!(mur(&["install", "lead", "helper"]).status.success());
+    let out = mur(&["doctor", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert_eq!(
+        json["edges"],
+        serde_json::json!([{"from": "lead", "to": "helper"}])
+    );
+}
