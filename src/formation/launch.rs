@@ -174,7 +174,7 @@ async fn run(
             &places.program,
             &spec,
             formation,
-            &credentials(peer, workdir),
+            &[credentials(peer, workdir)],
             &cwd,
         ) {
             Ok(s) => started.push(s),
@@ -299,13 +299,11 @@ async fn run(
         ],
     };
     let spec = spec_for(entry, lifecycle);
-    let mut entry_started = match member::start(
-        &places.program,
-        &spec,
-        formation,
-        &credentials(entry, &plan.project_dir),
-        &cwd,
-    ) {
+    let mut lines = vec![credentials(entry, &plan.project_dir)];
+    if !entry.callees.is_empty() {
+        lines.push(doors_line(&entry.callees, &door_of));
+    }
+    let mut entry_started = match member::start(&places.program, &spec, formation, &lines, &cwd) {
         Ok(s) => s,
         Err(e) => {
             eprintln!(
@@ -316,11 +314,6 @@ async fn run(
             return 1;
         }
     };
-    if !entry.callees.is_empty() {
-        let _ = entry_started
-            .channel
-            .send(&doors_line(&entry.callees, &door_of));
-    }
 
     // End: the entry member's end, or a signal to the launcher.
     let end = tokio::select! {
