@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
     Explain(explain::ExplainArgs),
+    /// Run a capsule, or with --roster launch a formation.
+    Run(crate::formation::LaunchArgs),
     /// Scaffold a capsule folder, or with --roster a two-member formation.
     New(scaffold::NewArgs),
     /// Pack a capsule source folder into a deterministic <name>-<version>.mur.zip.
@@ -36,6 +38,7 @@ pub enum Command {
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(args) => explain::run(&args),
+        Command::Run(args) => crate::formation::run_launch_args(&args),
         Command::New(args) => scaffold::run(&args),
         Command::Pack(args) => pack::run(&args),
         Command::Install(args) => store::install::run(&args),

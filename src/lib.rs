@@ -12,6 +12,7 @@ pub mod diag;
 pub mod doctor;
 pub mod explain;
 pub mod formation;
+pub mod host;
 pub mod lifeline;
 pub mod lock;
 pub mod manifest;
