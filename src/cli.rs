@@ -4,8 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::explain;
-use crate::{lock, pack, store};
+use crate::{explain, lock, pack, scaffold, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -19,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
     Explain(explain::ExplainArgs),
+    /// Scaffold a capsule folder, or with --roster a two-member formation.
+    New(scaffold::NewArgs),
     /// Pack a capsule source folder into a deterministic <name>-<version>.mur.zip.
     Pack(pack::PackArgs),
     /// Install .mur.zip files or capsule source folders into the project (or global) store.
@@ -33,6 +34,7 @@ pub enum Command {
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(args) => explain::run(&args),
+        Command::New(args) => scaffold::run(&args),
         Command::Pack(args) => pack::run(&args),
         Command::Install(args) => store::install::run(&args),
         Command::Ls(args) => store::ls::run(&args),

@@ -4,14 +4,22 @@
 //! and each concern of the roster schema lives in the module named after it.
 
 pub mod catalogue;
+pub mod channel;
 pub mod cli;
+pub mod credential;
 pub mod diag;
 pub mod explain;
+pub mod formation;
+pub mod lifeline;
 pub mod lock;
 pub mod manifest;
 pub mod pack;
 pub mod paths;
+pub mod readiness;
+pub mod retention;
+pub mod scaffold;
 pub mod store;
+pub mod timing;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};

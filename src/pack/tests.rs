@@ -213,7 +213,7 @@ fn follows_symlinks_that_stay_inside() {
 #[case::no_manifest("no-manifest", catalogue::E_PAK_001)]
 #[case::not_a_folder("not-a-folder", catalogue::E_PAK_001)]
 #[case::manifest_does_not_parse("bad-manifest", catalogue::E_MAN_001)]
-#[case::version_not_storable("bad-version", catalogue::E_STO_004)]
+#[case::version_not_exact("bad-version", catalogue::E_MAN_005)]
 #[case::zip_bomb_source("bomb", catalogue::E_PAK_006)]
 fn pack_faults(#[case] fault: &str, #[case] code: Code) {
     let outside = tempfile::tempdir().unwrap();

@@ -227,7 +227,16 @@ fn names_and_versions() {
     for good in ["1.2.0", "1.10", "2.0.0-rc.1+build_5", "v1"] {
         assert!(valid_version(good), "{good}");
     }
-    for bad in ["", ".1", "1/2", "..", "-1", "1 2", &"9".repeat(65)] {
+    for bad in [
+        "",
+        ".1",
+        "1/2",
+        "..",
+        "-1",
+        "1 2",
+        "latest",
+        &"9".repeat(65),
+    ] {
         assert!(!valid_version(bad), "{bad}");
     }
     assert_eq!(compare_versions("1.9.0", "1.10.0"), Ordering::Less);
