@@ -255,3 +255,38 @@ fn names_and_versions() {
         Some(PathBuf::from("/s/local/coder/1.2.0.mur.zip"))
     );
 }
+
+/// Two installs racing on one name and version with other bytes: exactly one wins,
+/// the other is refused, and the winner's bytes are what is stored.
+#[test]
+fn racing_installs_never_overwrite_each_other() {
+    let (_dir, stores) = stores();
+    let a = packed("coder", "1.2.0");
+    let mut b = a.clone();
+    b.push(b'\n');
+    let barrier = std::sync::Barrier::new(2);
+    let run = |bytes: &[u8]| {
+        barrier.wait();
+        put(
+            &stores,
+            StoreKind::Project,
+            "local/coder",
+            "1.2.0",
+            bytes,
+            false,
+        )
+    };
+    let (ra, rb) = std::thread::scope(|s| {
+        let ta = s.spawn(|| run(&a));
+        let tb = s.spawn(|| run(&b));
+        (ta.join().unwrap(), tb.join().unwrap())
+    });
+    let (winner, loser) = match (&ra, &rb) {
+        (Ok(Outcome::Installed(_)), Err(e)) => (&a, e),
+        (Err(e), Ok(Outcome::Installed(_))) => (&b, e),
+        other => panic!("not one winner: {other:?}"),
+    };
+    assert_eq!(loser.code, catalogue::E_STO_003, "{loser}");
+    let stored = stores.project.join("local/coder/1.2.0.mur.zip");
+    assert_eq!(&std::fs::read(stored).unwrap(), winner);
+}
