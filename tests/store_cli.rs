@@ -297,3 +297,40 @@ fn install_faults(#[case] fault: &str, #[case] code: &str) {
         assert!(!w.home.exists(), "HOME was made");
     }
 }
+
+#[test]
+fn pack_refuses_a_symlink_out_of_the_capsule_and_writes_nothing() {
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    std::fs::write(w.path("secret.txt"), "s3cret").unwrap();
+    std::os::unix::fs::symlink(w.path("secret.txt"), w.path("src/docs/secret.txt")).unwrap();
+    let o = w
+        .mur()
+        .arg("pack")
+        .arg(w.path("src"))
+        .arg("--out")
+        .arg(w.path("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("error[E-PAK-002]"), "{err}");
+    assert!(err.contains("docs/secret.txt"), "{err}");
+    assert!(!w.path("out").exists());
+}
+
+#[test]
+fn ls_refuses_an_unreadable_store() {
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    w.mur().arg("install").arg(w.path("src")).assert().success();
+    let mut cmd = w.mur_unprivileged();
+    std::fs::set_permissions(
+        w.proj.join(".murmur/artifacts"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    let o = cmd.arg("ls").output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("error[E-STO-001]"), "{}", stderr(&o));
+}
