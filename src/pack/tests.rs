@@ -170,6 +170,14 @@ fn skips_vcs_state_build_output_and_artifacts() {
         std::fs::write(dir.path().join(d).join("junk"), "x").unwrap();
     }
     std::fs::write(dir.path().join("coder-1.1.0.mur.zip"), "old").unwrap();
+    // Links out of the folder under skipped names are skipped, not refused.
+    let elsewhere = tempfile::tempdir().unwrap();
+    symlink(elsewhere.path(), dir.path().join("docs/target")).unwrap();
+    symlink(
+        elsewhere.path().join("x.mur.zip"),
+        dir.path().join("x.mur.zip"),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("tools/t/lib.rs"), "//").unwrap();
     std::fs::write(dir.path().join("tools/target"), "a file named target stays").unwrap();
     let p = pack_dir(dir.path()).unwrap();
