@@ -290,3 +290,29 @@ fn racing_installs_never_overwrite_each_other() {
     let stored = stores.project.join("local/coder/1.2.0.mur.zip");
     assert_eq!(&std::fs::read(stored).unwrap(), winner);
 }
+
+#[test]
+fn an_install_sweeps_day_old_leftovers_only() {
+    let (_dir, stores) = stores();
+    let dir = stores.project.join("local/coder");
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = dir.join(".tmpOld.partial");
+    let fresh = dir.join(".tmpNew.partial");
+    std::fs::write(&old, b"x").unwrap();
+    std::fs::write(&fresh, b"x").unwrap();
+    let two_days = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(two_days)
+        .unwrap();
+    install(
+        &stores,
+        StoreKind::Project,
+        "coder",
+        &packed("coder", "1.2.0"),
+    );
+    assert!(!old.exists());
+    assert!(fresh.exists(), "an install in progress may own it");
+}
