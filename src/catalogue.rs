@@ -51,7 +51,7 @@ catalogue! {
 
     // ---- E-MAN / W-MAN: murmur.yaml, the capsule manifest ---------------------
     E_MAN_001 = "E-MAN-001", "Manifest does not read",
-        "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, or lacks a required field.",
+        "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, a value outside its choices or range, or lacks a required field.",
         "Compare the file with docs/manifest.md; the message names the key at fault.";
     E_MAN_003 = "E-MAN-003", "Authentication beside spawn",
         "network.authentication is declared beside a non-empty capabilities.spawn.allow: a member that authenticates its callers cannot also delegate to child capsules.",
@@ -172,13 +172,13 @@ catalogue! {
         "Declare network.authentication in every member's murmur.yaml.";
     E_ROS_007 = "E-ROS-007", "Member not installed",
         "A member's capsule is not installed at its version in the project store or the global store, or its packed murmur.yaml does not parse.",
-        "Install it with `mur install`, then run `mur doctor` again.";
+        "Install it with `mur install` in the roster's folder (or `mur install --global`), then run `mur doctor` again.";
     E_ROS_008 = "E-ROS-008", "Rule calls the entry member",
         "A reachability rule lists the entry member in `to`; the entry member is never called by a peer.",
         "To have a member report to the entry member, let the entry member call it.";
     W_ROS_001 = "W-ROS-001", "More callers than a member holds",
         "More members may call this member than its lifecycle holds tasks at once; calls may wait for it.",
-        "Raise lifecycle.queue_depth to the number the warning names.";
+        "Set lifecycle.task_acceptance: queue and lifecycle.queue_depth to the number the warning names, in that member's murmur.yaml.";
 
     // ---- E-RUN / W-RUN / W-SEC: sessions and formations -----------------------
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",

@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::{explain, lock, pack, scaffold, store};
+use crate::{doctor, explain, lock, pack, scaffold, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -28,6 +28,8 @@ pub enum Command {
     Ls(store::ls::LsArgs),
     /// Pin name, version and sha256 of what the project uses in murmur.lock.
     Lock(lock::LockArgs),
+    /// Admit a roster and report the result: members, edges, warnings, or the refusal.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Runs the parsed command; returns the process exit status.
@@ -39,6 +41,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Install(args) => store::install::run(&args),
         Command::Ls(args) => store::ls::run(&args),
         Command::Lock(args) => lock::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
     }
 }
 

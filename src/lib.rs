@@ -3,11 +3,13 @@
 //! The `mur` binary is a thin layer over this library: `cli` parses the command line
 //! and each concern of the roster schema lives in the module named after it.
 
+pub mod admission;
 pub mod catalogue;
 pub mod channel;
 pub mod cli;
 pub mod credential;
 pub mod diag;
+pub mod doctor;
 pub mod explain;
 pub mod formation;
 pub mod lifeline;
@@ -17,6 +19,7 @@ pub mod pack;
 pub mod paths;
 pub mod readiness;
 pub mod retention;
+pub mod roster;
 pub mod scaffold;
 pub mod store;
 pub mod timing;
