@@ -388,13 +388,13 @@ fn crowded(
     bound: &[(Installed, Manifest)],
     edges: &[(usize, usize)],
 ) -> Vec<Diagnostic> {
+    // One pass over the edges; they are sorted, so callers come in roster order.
+    let mut callers_of: Vec<Vec<&str>> = vec![Vec::new(); roster.members.len()];
+    for &(from, to) in edges {
+        callers_of[to].push(roster.members[from].name.as_str());
+    }
     let mut warnings = Vec::new();
-    for (index, m) in roster.members.iter().enumerate() {
-        let callers: Vec<&str> = edges
-            .iter()
-            .filter(|&&(_, to)| to == index)
-            .map(|&(from, _)| roster.members[from].name.as_str())
-            .collect();
+    for (index, (m, callers)) in roster.members.iter().zip(callers_of).enumerate() {
         let (installed, manifest) = &bound[index];
         let lifecycle = &manifest.lifecycle;
         let holds = lifecycle.holds() as usize;

@@ -172,7 +172,16 @@ pub fn read(path: &Path) -> Result<Roster, Refusal> {
     let refuse = |message: String, hint: &str| {
         Refusal::roster(Diagnostic::new(E_ROS_001, message).in_file(path).hint(hint))
     };
-    let bytes = match std::fs::read(path) {
+    // Read one byte past the cap, so an oversized file is refused without reading it all.
+    let read_capped = || -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)?
+            .take(yaml::MAX_DOCUMENT_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    let bytes = match read_capped() {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(refuse(

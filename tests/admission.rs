@@ -263,6 +263,24 @@ fn later_checks_in_order(
     assert_eq!(error["at_fault"]["name"], member, "{error:#}");
 }
 
+/// murmur.lock is read when the first member found needs it: a lock that does not
+/// read comes after an earlier member's E-ROS-007, and is refused with its own code.
+#[test]
+fn a_lock_that_does_not_read_is_reported_at_the_first_member_found() {
+    let p = Project::new();
+    std::fs::write(p.path().join("murmur.lock"), "lock_version: [\n").unwrap();
+    p.install("b", "1.0.0", BARE, false);
+    p.roster(&roster(&["a", "b"], ""));
+    assert_eq!(p.refused()["code"], "E-ROS-007");
+    p.install("a", "1.0.0", BARE, false);
+    let error = p.refused();
+    assert!(
+        error["code"].as_str().unwrap().starts_with("E-REG-"),
+        "{error:#}"
+    );
+    assert_eq!(error["at_fault"]["name"], "a", "{error:#}");
+}
+
 // ---- Admitted rosters --------------------------------------------------------------
 
 #[test]

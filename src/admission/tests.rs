@@ -221,3 +221,42 @@ fn no_warning_when_a_member_holds_its_callers(#[case] members: &[&str], #[case] 
     let (_, warnings) = after_binding(members, reach).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
 }
+
+#[test]
+fn admitted_answers_entry_callees_and_callers() {
+    let (roster, bound) = setup(
+        &["e:a", "b:pa", "c:pa"],
+        "reachability:\n  - {from: c, to: [b]}\n  - {from: e, to: [c, b]}\n",
+    );
+    let accepts = accepts(&bound);
+    let names = |i: usize| roster.members[i].name.clone();
+    let admitted = Admitted {
+        edges: edges(&roster, &accepts)
+            .into_iter()
+            .map(|(f, t)| (names(f), names(t)))
+            .collect(),
+        members: roster
+            .members
+            .iter()
+            .zip(bound)
+            .map(|(m, (installed, manifest))| AdmittedMember {
+                name: m.name.clone(),
+                entry: m.entry,
+                installed,
+                manifest,
+            })
+            .collect(),
+        project_dir: PathBuf::from("."),
+        warnings: Vec::new(),
+        roster,
+    };
+    assert_eq!(admitted.entry().name, "e");
+    assert_eq!(admitted.callees("e"), ["b", "c"]);
+    assert_eq!(admitted.callees("b"), Vec::<&str>::new());
+    assert_eq!(admitted.callers("b"), ["e", "c"]);
+    assert_eq!(
+        admitted.member("c").map(|m| m.installed.name.as_str()),
+        Some("local/c")
+    );
+    assert!(admitted.member("zz").is_none());
+}

@@ -529,6 +529,20 @@ fn read_refuses_non_utf8_at_its_position() {
 }
 
 #[test]
+fn read_refuses_an_oversized_file_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let mut text = String::from("roster_version: 1\n");
+    while text.len() <= crate::yaml::MAX_DOCUMENT_BYTES {
+        text.push_str("# padding padding padding padding padding padding padding\n");
+    }
+    std::fs::write(&path, text).unwrap();
+    let r = load(&path).unwrap_err();
+    assert_eq!(r.diagnostic.code, E_ROS_001);
+    assert!(r.diagnostic.message.contains("bytes"), "{}", r.diagnostic);
+}
+
+#[test]
 fn resolve_takes_a_directory_or_a_file() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(resolve(dir.path()), dir.path().join(FILE_NAME));
