@@ -3,11 +3,13 @@
 //! The `mur` binary is a thin layer over this library: `cli` parses the command line
 //! and each concern of the roster schema lives in the module named after it.
 
+pub mod agent;
 pub mod catalogue;
 pub mod cli;
 pub mod diag;
 pub mod explain;
 pub mod paths;
+pub mod trace;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};
