@@ -9,6 +9,8 @@ pub mod cli;
 pub mod diag;
 pub mod explain;
 pub mod paths;
+pub mod records;
+pub mod running;
 pub mod trace;
 pub mod yaml;
 
