@@ -263,6 +263,20 @@ pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> Stri
     s
 }
 
+/// Why a task was canceled, as its `canceled:` line says it.
+pub mod cancel_reason {
+    /// The member's lifeline closed.
+    pub const FORMATION_ENDED: &str = "formation ended";
+    /// The session's first SIGTERM.
+    pub const SIGTERM: &str = "SIGTERM (E-RUN-040)";
+    /// The session's `--deadline`.
+    pub const DEADLINE: &str = "deadline reached (E-RUN-053)";
+    /// A CancelTask from `credential` (`operator`, `member:<name>`, ...).
+    pub fn by(credential: &str) -> String {
+        format!("canceled by {credential}")
+    }
+}
+
 /// out/result.txt for an outcome. The first line is the task's final state:
 ///
 /// | Outcome        | result.txt                                                  |
