@@ -56,6 +56,38 @@ catalogue! {
     E_MAN_003 = "E-MAN-003", "Authentication beside spawn",
         "network.authentication is declared beside a non-empty capabilities.spawn.allow: a member that authenticates its callers cannot also delegate to child capsules.",
         "Remove capabilities.spawn.allow, or remove network.authentication.";
+    E_MAN_004 = "E-MAN-004", "Bad name",
+        "A name in murmur.yaml does not have its form: the capsule `name` (`^[a-z][a-z0-9-]{0,63}$`), a `tools[].name`, an `artifacts[].name` (`<scope>/<name>`) or a `capabilities.spawn.allow` entry (`<scope>/<name>` or `<scope>/*`).",
+        "Use lowercase letters, digits and `-`, starting with a letter; write artifact names with their scope, such as `local/coder`.";
+    E_MAN_005 = "E-MAN-005", "Bad version",
+        "A `version` or `artifacts[].version` is blank, names a moving target (`latest`, `stable`, `edge`), or holds characters a version may not.",
+        "Write an exact version such as `0.1.0`: letters, digits, `.`, `-`, `+` and `_`.";
+    E_MAN_006 = "E-MAN-006", "Bad duration",
+        "`lifecycle.idle_timeout` or `trace.retain.max_age` is not a whole number with one unit, or is zero.",
+        "Write a duration such as `45s`, `90m`, `12h` or `30d`; leave the key out for no limit.";
+    E_MAN_007 = "E-MAN-007", "Path outside the capsule",
+        "`instructions`, a `tools[].path`, a `hooks[].path` or `agent.driver` is absolute, leaves the capsule through `..`, or (for a component) is not a `.wasm` file.",
+        "Write a path relative to the capsule's folder, such as `tools/search.wasm`.";
+    E_MAN_008 = "E-MAN-008", "Bad network address",
+        "A `capabilities.network.allow` entry is not a bare host (optionally with `:port`), or `agent.base_url` is not an http(s) URL with a host.",
+        "Write hosts such as `localhost` or `api.example.com:443`, and base URLs such as `http://127.0.0.1:11434/v1`.";
+    E_MAN_009 = "E-MAN-009", "Bad environment variable name",
+        "A name in `capabilities.env.allow`, `capabilities.shell.baseline_env`, `network.authentication.bearer_env` or `agent.api_key_env` is not an environment variable name.",
+        "Use letters, digits and `_`, not starting with a digit, such as `OPENAI_API_KEY`.";
+    E_MAN_010 = "E-MAN-010", "Listed twice",
+        "Two `tools` share a name, or two `artifacts` name the same artifact.",
+        "Give each tool its own name; list each artifact once.";
+
+    // ---- E-NEW: mur new, scaffolding -----------------------------------------
+    E_NEW_001 = "E-NEW-001", "Bad name for mur new",
+        "The name given to `mur new` does not match ^[a-z][a-z0-9-]{0,31}$.",
+        "Start with a lowercase letter, then use up to 31 lowercase letters, digits or `-`, such as `my-agent`.";
+    E_NEW_002 = "E-NEW-002", "Target folder exists",
+        "`mur new <NAME>` writes the folder <NAME>/, and something already exists at that path. Nothing was written.",
+        "Choose another name, or move the existing folder away first.";
+    E_NEW_003 = "E-NEW-003", "Scaffold could not be written",
+        "`mur new` could not write its folder (permissions, disk full). It wrote into a temporary folder beside the target, which was removed: nothing was left behind.",
+        "Check that the current folder is writable and the disk has room, then run it again.";
 
     // ---- E-PAK / E-STO / E-REG: packing, stores, lock ------------------------
     E_REG_005 = "E-REG-005", "Lock disagrees",

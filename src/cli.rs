@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::explain;
+use crate::{explain, scaffold};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -18,12 +18,15 @@ pub struct Cli {
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
     Explain(explain::ExplainArgs),
+    /// Scaffold a capsule folder, or with --roster a two-member formation.
+    New(scaffold::NewArgs),
 }
 
 /// Runs the parsed command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(args) => explain::run(&args),
+        Command::New(args) => scaffold::run(&args),
     }
 }
 

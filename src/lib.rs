@@ -5,12 +5,21 @@
 
 pub mod agent;
 pub mod catalogue;
+pub mod channel;
 pub mod cli;
+pub mod credential;
 pub mod diag;
 pub mod explain;
+pub mod formation;
+pub mod lifeline;
+pub mod manifest;
 pub mod paths;
+pub mod readiness;
 pub mod records;
+pub mod retention;
 pub mod running;
+pub mod scaffold;
+pub mod timing;
 pub mod trace;
 pub mod yaml;
 

@@ -56,18 +56,11 @@ pub fn new_token() -> String {
     hex::encode(bytes)
 }
 
-/// When process `pid` started (field 22 of /proc/<pid>/stat); `None` when there is
-/// no such process or it is a zombie.
+/// When process `pid` started (field 22 of /proc/<pid>/stat, clock ticks after
+/// boot); `None` when there is no such process or it is a zombie. The launcher's
+/// ownership marker reads the same field.
 pub fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces or `)`.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (the state); field 22 is then at index 19.
-    if matches!(fields.first(), Some(&"Z") | Some(&"X")) {
-        return None;
-    }
-    fields.get(19)?.parse().ok()
+    crate::formation::marker::process_start(pid)?.parse().ok()
 }
 
 /// A running directory: `~/.murmur/running/` unless a test names another.
@@ -161,6 +154,21 @@ impl RunningDir {
         }
         live.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         Ok(live)
+    }
+
+    /// The formation ids that a live session's record names: what the retention pass
+    /// must not remove. An unreadable folder is an error (every formation then counts
+    /// as running); a missing one is no formation.
+    pub fn live_formations(&self) -> std::io::Result<std::collections::HashSet<String>> {
+        if let Err(e) = std::fs::read_dir(&self.dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(e);
+        }
+        let live = self
+            .list()
+            .map_err(|d| std::io::Error::other(d.message.clone()))?;
+        Ok(live.into_iter().filter_map(|r| r.formation_id).collect())
     }
 
     /// A live session by id.
@@ -299,6 +307,26 @@ mod tests {
         dir.register(&live, "t").unwrap();
         std::fs::write(root.path().join("junk.json"), "{").unwrap();
         assert_eq!(dir.list().unwrap(), vec![live]);
+    }
+
+    #[test]
+    fn live_formations_are_those_of_live_records() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = RunningDir::new(root.path().join("running"));
+        assert!(dir.live_formations().unwrap().is_empty());
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let mut dead = record("ses_dead", gone);
+        dead.formation_id = Some("frm_dead".into());
+        dir.register(&dead, "t").unwrap();
+        dir.register(&record("ses_live", std::process::id()), "t")
+            .unwrap();
+        let mut alone = record("ses_alone", std::process::id());
+        alone.formation_id = None;
+        dir.register(&alone, "t").unwrap();
+        let live = dir.live_formations().unwrap();
+        assert_eq!(live, ["frm_1".to_string()].into_iter().collect());
     }
 
     #[test]

@@ -2,11 +2,12 @@
 //! `murmur.yaml`'s `agent.transport` into this, so the agent does not depend on the
 //! manifest's shape.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::Transport;
 use super::builtin::Builtin;
 use super::process::ProcessTransport;
+use crate::manifest;
 
 /// `agent.transport` of murmur.yaml.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,12 +19,39 @@ pub enum TransportConfig {
         base_url: String,
         model: String,
         api_key_env: Option<String>,
+        /// A WASM component in the capsule that adapts another provider's API.
+        driver: Option<String>,
     },
     /// A native harness speaking JSON lines on stdin and stdout.
     Process(ProcessConfig),
 }
 
 impl TransportConfig {
+    /// The capsule's `agent.transport`. A process harness runs in `capsule_root`
+    /// with `env` (see [`ProcessConfig`]) and its stderr to `stderr`.
+    pub fn from_manifest(
+        transport: &manifest::Transport,
+        capsule_root: &Path,
+        env: Vec<(String, String)>,
+        stderr: Option<PathBuf>,
+    ) -> Self {
+        match transport {
+            manifest::Transport::Builtin => TransportConfig::Builtin,
+            manifest::Transport::Http(h) => TransportConfig::Http {
+                base_url: h.base_url.clone(),
+                model: h.model.clone(),
+                api_key_env: h.api_key_env.clone(),
+                driver: h.driver.clone(),
+            },
+            manifest::Transport::Process(p) => TransportConfig::Process(ProcessConfig {
+                command: p.command.clone(),
+                cwd: capsule_root.to_path_buf(),
+                env,
+                stderr,
+            }),
+        }
+    }
+
     /// The name the trace gives it.
     pub fn name(&self) -> &'static str {
         match self {
@@ -59,5 +87,40 @@ pub fn transport(config: &TransportConfig) -> Result<Box<dyn Transport>, String>
         TransportConfig::Http { .. } => {
             Err("transport: http is not available in this build of mur".to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_transports_convert() {
+        let root = Path::new("/capsule");
+        assert_eq!(
+            TransportConfig::from_manifest(&manifest::Transport::Builtin, root, vec![], None),
+            TransportConfig::Builtin
+        );
+        let p = manifest::Transport::Process(manifest::ProcessTransport {
+            command: vec!["sh".into(), "harness.sh".into()],
+        });
+        let env = vec![("A".to_string(), "1".to_string())];
+        assert_eq!(
+            TransportConfig::from_manifest(&p, root, env.clone(), None),
+            TransportConfig::Process(ProcessConfig {
+                command: vec!["sh".into(), "harness.sh".into()],
+                cwd: root.into(),
+                env,
+                stderr: None,
+            })
+        );
+        let h = manifest::Transport::Http(manifest::HttpTransport {
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "llama3".into(),
+            api_key_env: None,
+            driver: None,
+        });
+        let c = TransportConfig::from_manifest(&h, root, vec![], None);
+        assert_eq!(c.name(), h.kind());
     }
 }

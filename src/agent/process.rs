@@ -156,13 +156,13 @@ impl ProcessTransport {
             out.extend_from_slice(line.to_string().as_bytes());
             out.push(b'\n');
         }
-        if let Some(stdin) = h.stdin.as_mut() {
-            if let Err(e) = write_all(stdin, &out).await {
-                let status = h.child.wait().await.map(describe).unwrap_or_default();
-                return Err(format!(
-                    "the harness stopped reading its input ({e}){status}"
-                ));
-            }
+        if let Some(stdin) = h.stdin.as_mut()
+            && let Err(e) = write_all(stdin, &out).await
+        {
+            let status = h.child.wait().await.map(describe).unwrap_or_default();
+            return Err(format!(
+                "the harness stopped reading its input ({e}){status}"
+            ));
         }
         loop {
             let mut buf = Vec::new();
@@ -244,10 +244,8 @@ impl Drop for ProcessTransport {
     /// A transport dropped without `shutdown` (its task's future was dropped) still
     /// leaves nothing running; tokio reaps the process in the background.
     fn drop(&mut self) {
-        if let Some(h) = &self.harness {
-            if let Some(pgid) = h.pgid {
-                let _ = killpg(pgid, Signal::SIGKILL);
-            }
+        if let Some(pgid) = self.harness.as_ref().and_then(|h| h.pgid) {
+            let _ = killpg(pgid, Signal::SIGKILL);
         }
     }
 }

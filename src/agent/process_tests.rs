@@ -266,10 +266,10 @@ fn alive(pid: u32) -> bool {
 async fn wait_for_file(path: &Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if s.ends_with('\n') {
-                return s;
-            }
+        if let Ok(s) = std::fs::read_to_string(path)
+            && s.ends_with('\n')
+        {
+            return s;
         }
         assert!(
             Instant::now() < deadline,

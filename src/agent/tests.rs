@@ -170,6 +170,7 @@ fn http_is_refused_until_it_exists() {
         base_url: "http://127.0.0.1:1/v1".into(),
         model: "m".into(),
         api_key_env: None,
+        driver: None,
     })
     .err()
     .unwrap();

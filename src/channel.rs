@@ -1,0 +1,333 @@
+//! The formation channel: a pipe only one member's `mur run` inherits, named by
+//! `MURMUR_FORMATION_CHANNEL`, on which the launcher hands it its credentials and,
+//! later, its callees' door URLs. One JSON object per line.
+//!
+//! Tokens cross only this pipe: never an environment variable, a command line or a
+//! file. `Secret` keeps them out of `Debug` output and logs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+/// `MURMUR_FORMATION_CHANNEL`: the inherited descriptor the channel is read from.
+pub const ENV: &str = "MURMUR_FORMATION_CHANNEL";
+/// A line longer than this is not a channel line.
+const MAX_LINE: usize = 256 * 1024;
+
+/// A string that must never be printed: formation tokens.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: String) -> Self {
+        Secret(value)
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// One line of the channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Line {
+    /// The first line: who the member is and what it may call.
+    Credentials(Credentials),
+    /// A later line: door URLs of members it may call, by roster name.
+    Doors { doors: BTreeMap<String, String> },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    pub formation: String,
+    pub member: String,
+    /// True for the entry member.
+    pub entry: bool,
+    /// The formation's public verification key (base64url, no padding).
+    pub verify_key: String,
+    /// One token per member this member may call, by callee name, in roster order.
+    pub tokens: Vec<(String, Secret)>,
+    /// The roster's project: every member resolves its stores and lock from it.
+    pub project_dir: std::path::PathBuf,
+    /// The member's work folder: the project for the entry member, its own folder
+    /// under `~/.murmur/formations/<frm_id>/` for a peer.
+    pub workdir: std::path::PathBuf,
+    /// The sha256 admission bound the member's artifact to (E-RUN-047 if it changed).
+    pub artifact_sha256: String,
+    /// The formation's `--deadline`, one moment for every member, in Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_unix_ms: Option<u64>,
+}
+
+/// The launcher's end of one member's channel.
+pub struct Writer(std::fs::File);
+
+impl Writer {
+    /// A new channel: the launcher keeps the `Writer`, the member inherits the read end.
+    pub fn new() -> std::io::Result<(Writer, OwnedFd)> {
+        let (reader, writer) = std::io::pipe()?;
+        Ok((
+            Writer(std::fs::File::from(OwnedFd::from(writer))),
+            reader.into(),
+        ))
+    }
+
+    /// Writes one line. Lines are far below the pipe's buffer, so this does not block
+    /// on a member that has not started reading yet.
+    pub fn send(&mut self, line: &Line) -> std::io::Result<()> {
+        let mut text = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        text.push(b'\n');
+        self.0.write_all(&text)?;
+        self.0.flush()
+    }
+}
+
+/// Why a member refuses its channel (each is E-RUN-046 at the caller).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    #[error("no first line arrived on the formation channel within {0:?}")]
+    Timeout(Duration),
+    #[error("the formation channel closed before its first line")]
+    Closed,
+    #[error("the formation channel's first line is not a member's credentials: {0}")]
+    NotCredentials(String),
+    #[error("the formation channel names formation {got}, not {expected} (MURMUR_FORMATION_ID)")]
+    OtherFormation { expected: String, got: String },
+    #[error(
+        "the formation channel holds a token for `{callee}` that was not issued to this member"
+    )]
+    ForeignToken { callee: String },
+}
+
+/// The member's end: lines are read on a thread of their own (a pipe or a file alike)
+/// and arrive through `recv`.
+pub struct Reader {
+    lines: mpsc::UnboundedReceiver<Result<Line, String>>,
+}
+
+impl Reader {
+    pub fn spawn(fd: OwnedFd) -> Reader {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("formation-channel".into())
+            .spawn(move || {
+                let mut reader = BufReader::new(std::fs::File::from(fd));
+                loop {
+                    let mut buf = Vec::new();
+                    let read = (&mut reader)
+                        .take(MAX_LINE as u64)
+                        .read_until(b'\n', &mut buf);
+                    match read {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {
+                            let parsed =
+                                serde_json::from_slice::<Line>(&buf).map_err(|e| format!("{e}"));
+                            if tx.send(parsed).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            })
+            .expect("spawn the formation channel reader");
+        Reader { lines: rx }
+    }
+
+    /// The first line, which must be credentials, within `timeout`.
+    pub async fn credentials(&mut self, timeout: Duration) -> Result<Credentials, ChannelError> {
+        match tokio::time::timeout(timeout, self.lines.recv()).await {
+            Err(_) => Err(ChannelError::Timeout(timeout)),
+            Ok(None) => Err(ChannelError::Closed),
+            Ok(Some(Err(e))) => Err(ChannelError::NotCredentials(e)),
+            Ok(Some(Ok(Line::Credentials(c)))) => Ok(c),
+            Ok(Some(Ok(other))) => Err(ChannelError::NotCredentials(format!(
+                "a `{}` line came first",
+                other.kind()
+            ))),
+        }
+    }
+
+    /// The next later line with door URLs; `None` once the channel has closed.
+    /// Malformed later lines are skipped: the first line already proved the sender.
+    pub async fn next_doors(&mut self) -> Option<BTreeMap<String, String>> {
+        loop {
+            match self.lines.recv().await? {
+                Ok(Line::Doors { doors }) => return Some(doors),
+                _ => continue,
+            }
+        }
+    }
+}
+
+impl Line {
+    fn kind(&self) -> &'static str {
+        match self {
+            Line::Credentials(_) => "credentials",
+            Line::Doors { .. } => "doors",
+        }
+    }
+}
+
+/// What a token claims once its signature verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    pub formation: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl Credentials {
+    /// Checks the credentials against `MURMUR_FORMATION_ID` and that every token was
+    /// issued to this member for the callee it is filed under. `verify` returns a
+    /// token's claims when its signature verifies under `verify_key`.
+    pub fn validate(
+        &self,
+        formation_id: &str,
+        verify: impl Fn(&str, &str) -> Option<Claims>,
+    ) -> Result<(), ChannelError> {
+        if self.formation != formation_id {
+            return Err(ChannelError::OtherFormation {
+                expected: formation_id.to_string(),
+                got: self.formation.clone(),
+            });
+        }
+        for (callee, token) in &self.tokens {
+            let ok = verify(&self.verify_key, token.expose()).is_some_and(|c| {
+                c.formation == self.formation && c.from == self.member && &c.to == callee
+            });
+            if !ok {
+                return Err(ChannelError::ForeignToken {
+                    callee: callee.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn creds(formation: &str) -> Credentials {
+        Credentials {
+            formation: formation.into(),
+            member: "planner".into(),
+            entry: true,
+            verify_key: "k".into(),
+            tokens: vec![("coder".into(), Secret::new("mft1.a.b".into()))],
+            project_dir: "/p".into(),
+            workdir: "/p".into(),
+            artifact_sha256: "00".into(),
+            deadline_unix_ms: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn first_line_then_doors() {
+        let (mut w, r) = Writer::new().unwrap();
+        let mut reader = Reader::spawn(r);
+        w.send(&Line::Credentials(creds("frm_1"))).unwrap();
+        let doors = BTreeMap::from([("coder".to_string(), "http://127.0.0.1:1".to_string())]);
+        w.send(&Line::Doors {
+            doors: doors.clone(),
+        })
+        .unwrap();
+        assert_eq!(
+            reader.credentials(Duration::from_secs(5)).await.unwrap(),
+            creds("frm_1")
+        );
+        assert_eq!(reader.next_doors().await, Some(doors));
+        drop(w);
+        assert_eq!(reader.next_doors().await, None);
+    }
+
+    #[tokio::test]
+    async fn refusals() {
+        let (_w, r) = Writer::new().unwrap();
+        let err = Reader::spawn(r)
+            .credentials(Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ChannelError::Timeout(_)));
+
+        let (w, r) = Writer::new().unwrap();
+        drop(w);
+        let err = Reader::spawn(r)
+            .credentials(Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(err, ChannelError::Closed);
+
+        let (mut w, r) = Writer::new().unwrap();
+        w.send(&Line::Doors {
+            doors: BTreeMap::new(),
+        })
+        .unwrap();
+        let err = Reader::spawn(r)
+            .credentials(Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ChannelError::NotCredentials(_)));
+
+        let (w, r) = Writer::new().unwrap();
+        let mut f = w.0;
+        f.write_all(b"{\"type\":\"credentials\",\"bogus\":1}\n")
+            .unwrap();
+        let err = Reader::spawn(r)
+            .credentials(Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ChannelError::NotCredentials(_)));
+    }
+
+    #[test]
+    fn validate_checks_formation_and_each_token() {
+        let good = |_: &str, _: &str| {
+            Some(Claims {
+                formation: "frm_1".into(),
+                from: "planner".into(),
+                to: "coder".into(),
+            })
+        };
+        assert_eq!(creds("frm_1").validate("frm_1", good), Ok(()));
+        assert!(matches!(
+            creds("frm_2").validate("frm_1", good),
+            Err(ChannelError::OtherFormation { .. })
+        ));
+        let to_other = |_: &str, _: &str| {
+            Some(Claims {
+                formation: "frm_1".into(),
+                from: "planner".into(),
+                to: "x".into(),
+            })
+        };
+        assert!(matches!(
+            creds("frm_1").validate("frm_1", to_other),
+            Err(ChannelError::ForeignToken { .. })
+        ));
+        assert!(matches!(
+            creds("frm_1").validate("frm_1", |_: &str, _: &str| None),
+            Err(ChannelError::ForeignToken { .. })
+        ));
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug() {
+        let text = format!("{:?}", Line::Credentials(creds("frm_1")));
+        assert!(!text.contains("mft1"), "{text}");
+    }
+}

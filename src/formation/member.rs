@@ -1,0 +1,161 @@
+//! One member process as the launcher sees it: how it is started (its command line,
+//! environment, inherited lifeline and channel), and how it is stopped.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use command_fds::{CommandFdExt, FdMapping};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+
+use crate::channel;
+use crate::lifeline::{self, Lifeline};
+
+/// The descriptor numbers a member inherits its lifeline and channel at.
+pub const LIFELINE_FD: i32 = 3;
+pub const CHANNEL_FD: i32 = 4;
+
+/// `MURMUR_FORMATION_ID`
+pub const FORMATION_ID_ENV: &str = "MURMUR_FORMATION_ID";
+/// `MURMUR_HOST_WARNINGS_REPORTED`
+pub const HOST_WARNINGS_ENV: &str = "MURMUR_HOST_WARNINGS_REPORTED";
+/// `MURMUR_FORMATION_PEERS`: runtime-owned; refused in `mur run`'s own environment.
+pub const PEERS_ENV: &str = "MURMUR_FORMATION_PEERS";
+/// The documented test setting that replaces the program started for every member
+/// (docs/testing.md). Off unless set.
+pub const TEST_PROGRAM_ENV: &str = "MUR_TEST_MEMBER_PROGRAM";
+
+/// What the launcher needs to start one member.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub name: String,
+    pub capsule: String,
+    pub version: String,
+    pub entry: bool,
+    /// Extra arguments after `run --capsule C --capsule-version V --json`.
+    pub extra_args: Vec<String>,
+    /// Peers get a process group of their own; the entry member stays in the launcher's.
+    pub own_group: bool,
+}
+
+/// A started member: its process, the launcher's end of its lifeline, and its channel.
+pub struct Started {
+    pub name: String,
+    pub child: Child,
+    pub lifeline: Lifeline,
+    pub channel: channel::Writer,
+    /// The process group to SIGKILL after the grace period (peers only).
+    pub pgid: Option<i32>,
+    pub started_at: tokio::time::Instant,
+}
+
+/// The program members are started from: this `mur`, unless the test setting names another.
+pub fn program() -> PathBuf {
+    std::env::var_os(TEST_PROGRAM_ENV)
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("mur"))
+}
+
+/// Starts a member whose channel already holds `first_line`.
+pub fn start(
+    spec: &Spec,
+    formation: &str,
+    first_line: &channel::Line,
+    cwd: &Path,
+) -> std::io::Result<Started> {
+    let (lifeline, lifeline_read) = Lifeline::new()?;
+    let (mut channel, channel_read) = channel::Writer::new()?;
+    // Written before the member starts: the pipe holds it until the member reads.
+    channel.send(first_line)?;
+
+    let mut cmd = Command::new(program());
+    cmd.arg("run")
+        .args([
+            "--capsule",
+            &spec.capsule,
+            "--capsule-version",
+            &spec.version,
+            "--json",
+        ])
+        .args(&spec.extra_args)
+        .current_dir(cwd)
+        .env(FORMATION_ID_ENV, formation)
+        .env(channel::ENV, CHANNEL_FD.to_string())
+        .env(lifeline::ENV, LIFELINE_FD.to_string())
+        .env(HOST_WARNINGS_ENV, "1")
+        .env_remove(PEERS_ENV)
+        .stdin(Stdio::null())
+        .stdout(if spec.entry {
+            Stdio::inherit()
+        } else {
+            Stdio::piped()
+        })
+        .stderr(if spec.entry {
+            Stdio::inherit()
+        } else {
+            Stdio::piped()
+        });
+    if spec.own_group {
+        cmd.process_group(0);
+    }
+    cmd.fd_mappings(vec![
+        FdMapping {
+            parent_fd: lifeline_read,
+            child_fd: LIFELINE_FD,
+        },
+        FdMapping {
+            parent_fd: channel_read,
+            child_fd: CHANNEL_FD,
+        },
+    ])
+    .map_err(std::io::Error::other)?;
+    let child = cmd.spawn()?;
+    // `cmd` owns the member's ends; dropping it closes the launcher's copies.
+    drop(cmd);
+    let pgid = spec
+        .own_group
+        .then(|| child.id().map(|p| p as i32))
+        .flatten();
+    Ok(Started {
+        name: spec.name.clone(),
+        child,
+        lifeline,
+        channel,
+        pgid,
+        started_at: tokio::time::Instant::now(),
+    })
+}
+
+impl Started {
+    /// Closes the lifeline, waits up to `grace` for the member to end, then SIGKILLs
+    /// its process group (the entry member: its process) and reaps it. Returns the
+    /// exit status.
+    pub async fn stop(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        self.lifeline.close();
+        self.reap(grace).await
+    }
+
+    /// Waits for the member to end on its own, up to `grace` (its lifeline already
+    /// closed or never to be closed), then kills it.
+    pub async fn reap(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        if let Ok(status) = tokio::time::timeout(grace, self.child.wait()).await {
+            // Reaped: its group id may be reused now, so no group signal after this.
+            return status.ok();
+        }
+        // Kill the group before reaping the leader: a zombie leader keeps the group
+        // id reserved, so the signal cannot reach another group.
+        self.kill_group();
+        let _ = self.child.start_kill();
+        self.child.wait().await.ok()
+    }
+
+    /// SIGKILL to the member's process group, if it has one and anything of it is left.
+    fn kill_group(&self) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Removing formation directories: the entry member's `trace.retain` bounds its
+//! roster's formation directories. The pass runs at the end of every
+//! `mur run --roster`, after every member of that launch has stopped.
+//!
+//! A directory is removed only when its `formation.json` proves it belongs to this
+//! project and nothing of it can still be running; see `protected`.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::formation::marker::Marker;
+use crate::paths;
+
+/// The two keys of `trace.retain` as they apply to formation directories.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub max_sessions: Option<u32>,
+    pub max_age: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    MaxSessions,
+    MaxAge,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::MaxSessions => "max_sessions",
+            Reason::MaxAge => "max_age",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removal {
+    pub formation: String,
+    pub reason: Reason,
+}
+
+impl Removal {
+    /// The stderr line the spec gives, byte for byte.
+    pub fn line(&self) -> String {
+        format!(
+            "[mur run] retention: removed formation {} ({})",
+            self.formation,
+            self.reason.as_str()
+        )
+    }
+}
+
+/// The time in a `frm_` id (a UUIDv7 in hex): its first 48 bits are Unix milliseconds.
+pub fn minted_at(formation: &str) -> Option<SystemTime> {
+    let hex = formation.strip_prefix("frm_")?;
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let ms = u64::from_str_radix(&hex[..12], 16).ok()?;
+    Some(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+/// The two roots a pass works in.
+#[derive(Debug, Clone)]
+pub struct Dirs {
+    /// `~/.murmur/formations/`
+    pub formations: PathBuf,
+    /// `~/.murmur/records/`
+    pub records: PathBuf,
+}
+
+impl Dirs {
+    pub fn from_home() -> Dirs {
+        Dirs {
+            formations: paths::formations_dir(),
+            records: paths::records_root(),
+        }
+    }
+
+    /// Where a formation's members' records live:
+    /// `~/.murmur/records/<home>/.murmur/formations/<frm_id>/`.
+    pub fn records_of(&self, formation: &str) -> PathBuf {
+        self.records
+            .join(paths::strip_root(&self.formations))
+            .join(formation)
+    }
+}
+
+/// What the pass needs to know about live sessions: the formation ids that a running
+/// record names with its member still running, or the error reading
+/// `~/.murmur/running/` (then every formation counts as running).
+pub type Running = io::Result<HashSet<String>>;
+
+/// Runs one pass over `dirs` for the project `project_dir`, after the launch of
+/// `current`. Removes what the policy bounds out and returns the removals newest first.
+pub fn pass(
+    dirs: &Dirs,
+    project_dir: &Path,
+    current: &str,
+    policy: &Policy,
+    running: &Running,
+    now: SystemTime,
+) -> Vec<Removal> {
+    if policy.max_sessions.is_none() && policy.max_age.is_none() {
+        return Vec::new();
+    }
+    sweep_trash(dirs);
+    let project = project_dir
+        .canonicalize()
+        .unwrap_or_else(|_| project_dir.to_path_buf());
+    let Ok(entries) = std::fs::read_dir(&dirs.formations) else {
+        return Vec::new();
+    };
+
+    // The project's formation directories: those whose marker names this project.
+    let mut ours: Vec<(String, SystemTime, Marker)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let minted = minted_at(&name)?;
+            let marker = Marker::read(&entry.path())?;
+            (marker.project_dir == project).then_some((name, minted, marker))
+        })
+        .collect();
+    ours.sort_by(|a, b| b.0.cmp(&a.0)); // newest first: UUIDv7 hex sorts by time
+
+    let mut removed = Vec::new();
+    for (index, (formation, minted, marker)) in ours.iter().enumerate() {
+        let over_age = policy
+            .max_age
+            .is_some_and(|max| now.duration_since(*minted).unwrap_or_default() > max);
+        let over_count = policy.max_sessions.is_some_and(|max| index >= max as usize);
+        let reason = match (over_age, over_count) {
+            (true, _) => Reason::MaxAge,
+            (false, true) => Reason::MaxSessions,
+            (false, false) => continue,
+        };
+        if protected(formation, current, marker, running) {
+            continue;
+        }
+        if remove(dirs, formation).is_ok() {
+            removed.push(Removal {
+                formation: formation.clone(),
+                reason,
+            });
+        }
+    }
+    removed
+}
+
+/// The spec's never-remove cases that remain once the marker names this project: the
+/// current formation or one minted after it; a launcher still running; a running
+/// record naming the formation; an unreadable `~/.murmur/running/`.
+fn protected(formation: &str, current: &str, marker: &Marker, running: &Running) -> bool {
+    formation >= current
+        || marker.launcher_running()
+        || match running {
+            Ok(live) => live.contains(formation),
+            Err(_) => true,
+        }
+}
+
+/// Removes a formation directory and its members' records. The directory is first
+/// renamed aside, so a pass killed midway leaves a `.trash-` entry the next pass
+/// finishes, never a half-removed directory that has lost its marker.
+fn remove(dirs: &Dirs, formation: &str) -> io::Result<()> {
+    let trash = dirs.formations.join(format!(".trash-{formation}"));
+    std::fs::rename(dirs.formations.join(formation), &trash)?;
+    match std::fs::remove_dir_all(dirs.records_of(formation)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::remove_dir_all(&trash)
+}
+
+fn sweep_trash(dirs: &Dirs) {
+    let Ok(entries) = std::fs::read_dir(&dirs.formations) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(formation) = name.to_str().and_then(|n| n.strip_prefix(".trash-")) else {
+            continue;
+        };
+        let _ = std::fs::remove_dir_all(dirs.records_of(formation));
+        let _ = std::fs::remove_dir_all(entry.path());
+    }
+}
+
+#[cfg(test)]
+mod tests;
