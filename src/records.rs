@@ -263,6 +263,43 @@ pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> Stri
     s
 }
 
+/// Every session's records directory under `root` (`paths::records_root()` for the
+/// real one), in session id order, which is the order they started. A session is a
+/// `ses_…` folder holding a trace; the walk does not enter sessions nor follow
+/// symlinks. For `mur trace show`: a formation's sessions are those whose
+/// `session_start` names it.
+pub fn find_sessions(root: &Path) -> Vec<Records> {
+    let mut found = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            let is_session = entry.file_name().to_string_lossy().starts_with("ses_")
+                && path.join(crate::trace::FILE_NAME).is_file();
+            if is_session {
+                found.push(Records::open(path));
+            } else if depth < 256 {
+                stack.push((path, depth + 1));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+    found
+}
+
+/// The records directory of session `session_id` under `root`, if there is one.
+pub fn find_session(root: &Path, session_id: &str) -> Option<Records> {
+    find_sessions(root)
+        .into_iter()
+        .find(|r| r.session_id == session_id)
+}
+
 /// Why a task was canceled, as its `canceled:` line says it.
 pub mod cancel_reason {
     /// The member's lifeline closed.

@@ -189,3 +189,36 @@ fn safe_names_stay_in_their_folder() {
     assert_eq!(safe_name("a b/c d.txt"), "c_d.txt");
     assert_eq!(safe_name(""), "file");
 }
+
+#[test]
+fn sessions_are_found_anywhere_under_the_root_in_start_order() {
+    let root = tempfile::tempdir().unwrap();
+    let records = root.path().join("records");
+    let b = new_session_id();
+    let a = new_session_id();
+    let peer = Records::create_at(
+        records
+            .join("home/u/.murmur/formations/frm_1/coder")
+            .join(&b),
+        &b,
+    )
+    .unwrap();
+    let entry = Records::create_at(records.join("home/u/proj").join(&a), &a).unwrap();
+    for r in [&peer, &entry] {
+        crate::trace::TraceWriter::create(&r.trace_path()).unwrap();
+    }
+    // A ses_ folder with no trace, and one inside a session's home/, are not sessions.
+    std::fs::create_dir_all(records.join("home/u/other/ses_x")).unwrap();
+    let inner = entry.home_dir().join("ses_inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::write(inner.join("trace.jsonl"), "").unwrap();
+
+    let found: Vec<String> = find_sessions(&records)
+        .into_iter()
+        .map(|r| r.session_id)
+        .collect();
+    assert_eq!(found, [b.clone(), a.clone()]);
+    assert_eq!(find_session(&records, &a).unwrap().dir, entry.dir);
+    assert!(find_session(&records, "ses_x").is_none());
+    assert!(find_sessions(&root.path().join("none")).is_empty());
+}

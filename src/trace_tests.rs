@@ -332,3 +332,49 @@ fn concurrent_writers_never_interleave_lines() {
     let seqs: Vec<u64> = trace.records.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
 }
+
+/// Every string leaf of `v`, by its JSON pointer.
+fn string_pointers(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(_) => out.push(at),
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                string_pointers(item, format!("{at}/{i}"), out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, item) in map {
+                string_pointers(item, format!("{at}/{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_token_in_any_string_field_of_any_record_type_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let writer = TraceWriter::create(&path).unwrap();
+    let token = "mft1.eyJmIjoxfQ.c2ln";
+    let mut tried = 0;
+    for event in every_event() {
+        let value = serde_json::to_value(&event).unwrap();
+        let mut pointers = Vec::new();
+        string_pointers(&value, String::new(), &mut pointers);
+        for pointer in pointers.iter().filter(|p| *p != "/type") {
+            let mut leaked = value.clone();
+            let field = leaked.pointer_mut(pointer).unwrap();
+            // Enum fields (states) only take their words; a token cannot reach them.
+            *field = serde_json::Value::String(format!("x {token}"));
+            let Ok(leaked) = serde_json::from_value::<Event>(leaked) else {
+                continue;
+            };
+            let err = writer.write(leaked).unwrap_err();
+            assert_eq!(err.code, catalogue::E_REC_002, "{pointer}");
+            tried += 1;
+        }
+    }
+    assert!(tried >= 40, "only {tried} fields tried");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+}
