@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::Transport;
 use super::builtin::Builtin;
+use super::http::HttpTransport;
 use super::process::ProcessTransport;
 use crate::manifest;
 
@@ -14,7 +15,7 @@ use crate::manifest;
 pub enum TransportConfig {
     /// The deterministic offline model in the binary.
     Builtin,
-    /// An OpenAI-compatible chat completions server. Not run by this module yet.
+    /// An OpenAI-compatible chat completions server.
     Http {
         base_url: String,
         model: String,
@@ -84,8 +85,26 @@ pub fn transport(config: &TransportConfig) -> Result<Box<dyn Transport>, String>
     match config {
         TransportConfig::Builtin => Ok(Box::new(Builtin)),
         TransportConfig::Process(p) => Ok(Box::new(ProcessTransport::new(p.clone())?)),
-        TransportConfig::Http { .. } => {
-            Err("transport: http is not available in this build of mur".to_string())
+        TransportConfig::Http {
+            base_url,
+            model,
+            api_key_env,
+            driver,
+        } => {
+            if let Some(driver) = driver {
+                return Err(format!(
+                    "transport: http with a driver component ({driver}) is not available in \
+                     this build of mur"
+                ));
+            }
+            let api_key = match api_key_env {
+                Some(name) => Some(
+                    std::env::var(name)
+                        .map_err(|_| format!("agent.api_key_env names {name}, which is not set"))?,
+                ),
+                None => None,
+            };
+            Ok(Box::new(HttpTransport::new(base_url, model, api_key)?))
         }
     }
 }

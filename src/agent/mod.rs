@@ -12,6 +12,7 @@
 mod artifact;
 pub mod builtin;
 mod config;
+pub mod http;
 mod looping;
 pub mod process;
 pub mod prompt;

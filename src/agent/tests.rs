@@ -165,14 +165,18 @@ async fn zero_turns_and_a_canceled_token_end_at_once() {
 }
 
 #[test]
-fn http_is_refused_until_it_exists() {
-    let err = transport(&TransportConfig::Http {
-        base_url: "http://127.0.0.1:1/v1".into(),
-        model: "m".into(),
-        api_key_env: None,
-        driver: None,
-    })
-    .err()
-    .unwrap();
-    assert!(err.contains("http"), "{err}");
+fn http_needs_its_key_variable_and_no_driver() {
+    let http = |api_key_env: Option<&str>, driver: Option<&str>| {
+        transport(&TransportConfig::Http {
+            base_url: "http://127.0.0.1:1/v1".into(),
+            model: "m".into(),
+            api_key_env: api_key_env.map(str::to_string),
+            driver: driver.map(str::to_string),
+        })
+    };
+    let err = http(Some("MUR_TEST_SURELY_UNSET_KEY"), None).err().unwrap();
+    assert!(err.contains("MUR_TEST_SURELY_UNSET_KEY"), "{err}");
+    let err = http(None, Some("driver.wasm")).err().unwrap();
+    assert!(err.contains("driver"), "{err}");
+    assert_eq!(http(None, None).unwrap().name(), "http");
 }
