@@ -70,6 +70,21 @@ impl Agent {
         outcome
     }
 
+    /// Ends the task without another turn: for a task canceled while it waits for
+    /// input. Shuts the transport down (the harness is gone when this returns); later
+    /// sends fail. Harmless on an ended task.
+    pub async fn close(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.spec.transport.shutdown().await;
+        }
+    }
+
+    /// Whether the task has ended (a terminal outcome, or [`Agent::close`]).
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
     async fn turns(&mut self, cancel: &CancellationToken) -> Outcome {
         let max = self.spec.max_turns;
         if max == 0 {

@@ -385,3 +385,23 @@ async fn the_harness_sees_only_path_and_the_given_environment() {
     assert!(!names.contains(&"HOME"), "{env}");
     assert!(!names.iter().any(|n| n.starts_with("MURMUR_")), "{env}");
 }
+
+#[tokio::test]
+async fn closing_a_task_that_waits_for_input_stops_its_harness() {
+    let s = Setup::new(
+        "IFS= read -r line\necho $$ > pid.tmp\nmv pid.tmp pid\necho '{\"type\":\"input_required\",\"question\":\"?\"}'\nIFS= read -r reply\n",
+    );
+    let mut agent = s.agent(8, None);
+    let outcome = agent.send("x", &CancellationToken::new()).await;
+    assert!(matches!(outcome, Outcome::InputRequired { .. }));
+    let pid: u32 = wait_for_file(&s.path("pid")).await.trim().parse().unwrap();
+    assert!(alive(pid));
+    assert!(!agent.is_ended());
+    agent.close().await;
+    assert!(agent.is_ended());
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+    assert!(matches!(
+        agent.send("late", &CancellationToken::new()).await,
+        Outcome::Failed { .. }
+    ));
+}
