@@ -263,6 +263,70 @@ pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> Stri
     s
 }
 
+/// A session whose records directory, trace and MURMUR.md exist.
+#[derive(Debug)]
+pub struct Started {
+    pub records: Records,
+    /// Its first record, `session_start`, is written.
+    pub trace: std::sync::Arc<crate::trace::TraceWriter>,
+    /// MURMUR.md's text, for the system prompt.
+    pub murmur_md: String,
+}
+
+/// What `session_start` says beyond the identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartInfo {
+    /// The installed artifact's sha256; `None` for a capsule run from its folder.
+    pub sha256: Option<String>,
+    /// In a formation: the members this one may call, in roster order.
+    pub callees: Option<Vec<String>>,
+}
+
+/// Starts a session's records in one step: the records directory under `records_root`
+/// (`paths::records_root()` for the real one), its trace opening with
+/// `session_start`, and MURMUR.md. On failure nothing of it is left behind.
+pub fn start(
+    records_root: &Path,
+    workdir: &Path,
+    identity: &Identity,
+    info: &StartInfo,
+) -> Result<Started> {
+    let workdir = absolute(workdir);
+    let dir = records_root
+        .join(paths::strip_root(&workdir))
+        .join(&identity.session_id);
+    let records = Records::create_at(dir, &identity.session_id)?;
+    let started = (|| {
+        let trace = crate::trace::TraceWriter::create(&records.trace_path())?;
+        let in_formation = identity.formation_id.is_some();
+        trace.write(crate::trace::Event::SessionStart {
+            session_id: identity.session_id.clone(),
+            capsule: crate::trace::CapsuleRef {
+                name: identity.capsule.clone(),
+                version: identity.version.clone(),
+                sha256: info.sha256.clone(),
+            },
+            mur_version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: std::process::id(),
+            workdir: workdir.clone(),
+            records_dir: records.dir.clone(),
+            formation_id: identity.formation_id.clone(),
+            formation_member: identity.roster_name.clone().filter(|_| in_formation),
+            formation_callees: in_formation.then(|| info.callees.clone().unwrap_or_default()),
+        })?;
+        let murmur_md = records.write_murmur_md(identity, &workdir)?;
+        Ok(Started {
+            records: records.clone(),
+            trace: std::sync::Arc::new(trace),
+            murmur_md,
+        })
+    })();
+    if started.is_err() {
+        let _ = std::fs::remove_dir_all(&records.dir);
+    }
+    started
+}
+
 /// Every session's records directory under `root` (`paths::records_root()` for the
 /// real one), in session id order, which is the order they started. A session is a
 /// `ses_…` folder holding a trace; the walk does not enter sessions nor follow

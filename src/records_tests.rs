@@ -222,3 +222,51 @@ fn sessions_are_found_anywhere_under_the_root_in_start_order() {
     assert!(find_session(&records, "ses_x").is_none());
     assert!(find_sessions(&root.path().join("none")).is_empty());
 }
+
+#[test]
+fn start_makes_the_directory_the_trace_and_murmur_md() {
+    let root = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let id = new_session_id();
+    let identity = Identity {
+        session_id: id.clone(),
+        capsule: "local/coder".into(),
+        version: "1.2.0".into(),
+        roster_name: Some("coder".into()),
+        formation_id: Some("frm_1".into()),
+    };
+    let info = StartInfo {
+        sha256: Some("ab".repeat(32)),
+        callees: None,
+    };
+    let s = start(root.path(), work.path(), &identity, &info).unwrap();
+    let real_work = std::fs::canonicalize(work.path()).unwrap();
+    assert_eq!(
+        s.records.dir,
+        root.path().join(paths::strip_root(&real_work)).join(&id)
+    );
+    let trace = crate::trace::read(&s.records.trace_path()).unwrap();
+    assert_eq!(trace.records.len(), 1);
+    let crate::trace::Event::SessionStart {
+        session_id,
+        formation_member,
+        formation_callees,
+        workdir,
+        pid,
+        ..
+    } = &trace.records[0].event
+    else {
+        panic!("not session_start")
+    };
+    assert_eq!(session_id, &id);
+    assert_eq!(formation_member.as_deref(), Some("coder"));
+    assert_eq!(formation_callees.as_deref(), Some(&[][..]));
+    assert_eq!(workdir, &real_work);
+    assert_eq!(*pid, std::process::id());
+    assert!(s.murmur_md.contains("- Formation: frm_1"));
+    // Nothing was made in the work folder.
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+    // The same session cannot start twice, and the refusal leaves the first intact.
+    assert!(start(root.path(), work.path(), &identity, &info).is_err());
+    assert!(s.records.trace_path().is_file());
+}
