@@ -159,7 +159,7 @@ impl ProcessTransport {
         if let Some(stdin) = h.stdin.as_mut()
             && let Err(e) = write_all(stdin, &out).await
         {
-            let status = h.child.wait().await.map(describe).unwrap_or_default();
+            let status = exit_status(&mut h.child).await;
             return Err(format!(
                 "the harness stopped reading its input ({e}){status}"
             ));
@@ -172,7 +172,7 @@ impl ProcessTransport {
                 .await
                 .map_err(|e| format!("cannot read the harness's output: {e}"))?;
             if n == 0 {
-                let status = h.child.wait().await.map(describe).unwrap_or_default();
+                let status = exit_status(&mut h.child).await;
                 return Err(format!(
                     "the harness ended its output without answering{status}"
                 ));
@@ -192,6 +192,15 @@ impl ProcessTransport {
 async fn write_all(stdin: &mut ChildStdin, bytes: &[u8]) -> std::io::Result<()> {
     stdin.write_all(bytes).await?;
     stdin.flush().await
+}
+
+/// How the harness ended, for a failure reason: it closed a pipe, so it is usually
+/// exiting; one that keeps running is not waited for beyond [`TERM_GRACE`].
+async fn exit_status(child: &mut Child) -> String {
+    match tokio::time::timeout(TERM_GRACE, child.wait()).await {
+        Ok(Ok(status)) => describe(status),
+        _ => String::new(),
+    }
 }
 
 fn describe(status: ExitStatus) -> String {

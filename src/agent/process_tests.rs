@@ -405,3 +405,19 @@ async fn closing_a_task_that_waits_for_input_stops_its_harness() {
         Outcome::Failed { .. }
     ));
 }
+
+#[tokio::test]
+async fn a_harness_that_closes_its_output_but_lives_on_fails_the_task_promptly() {
+    let s = Setup::new("IFS= read -r line\nexec sleep 60 >&-\n");
+    let started = Instant::now();
+    let Outcome::Failed { reason } = run(&s, "x").await else {
+        panic!()
+    };
+    assert!(reason.contains("ended its output"), "{reason}");
+    // Bounded by the grace periods (2 s + 2 s), not by the harness's 60 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}
