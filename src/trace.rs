@@ -159,6 +159,138 @@ impl Event {
     }
 }
 
+/// One line per record for people (`mur trace show`): time, seq, type and the fields
+/// that matter, texts cut at 120 characters.
+impl std::fmt::Display for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let time = self.ts.get(11..23).unwrap_or(&self.ts);
+        write!(f, "{time} #{:<4} {:<17} ", self.seq, self.event.kind())?;
+        match &self.event {
+            Event::SessionStart {
+                session_id,
+                capsule,
+                pid,
+                formation_id,
+                formation_member,
+                ..
+            } => {
+                write!(
+                    f,
+                    "{session_id} {} {} pid {pid}",
+                    capsule.name, capsule.version
+                )?;
+                if let (Some(frm), Some(member)) = (formation_id, formation_member) {
+                    write!(f, " in {frm} as {member}")?;
+                }
+                Ok(())
+            }
+            Event::A2aTaskReceived {
+                task_id,
+                credential,
+                text,
+                ..
+            } => write!(
+                f,
+                "{task_id} from {credential}: {}",
+                cut(text.as_deref().unwrap_or(""))
+            ),
+            Event::TaskState {
+                task_id,
+                from,
+                to,
+                reason,
+            } => {
+                let from = from.map_or("-".to_string(), |s| word(&s));
+                write!(f, "{task_id} {from} -> {}", word(to))?;
+                match reason {
+                    Some(r) => write!(f, ": {}", cut(r)),
+                    None => Ok(()),
+                }
+            }
+            Event::InferenceTurn {
+                task_id,
+                turn,
+                transport,
+                reply,
+                tool_calls,
+                text,
+            } => {
+                write!(f, "{task_id} turn {turn} ({transport}) {}", word(reply))?;
+                if !tool_calls.is_empty() {
+                    write!(f, " [{}]", tool_calls.join(", "))?;
+                }
+                match text {
+                    Some(t) => write!(f, ": {}", cut(t)),
+                    None => Ok(()),
+                }
+            }
+            Event::ToolCall {
+                task_id,
+                call_id,
+                tool,
+                arguments,
+                ..
+            } => write!(
+                f,
+                "{task_id} {call_id} {tool} {}",
+                cut(&arguments.to_string())
+            ),
+            Event::ToolResult {
+                task_id,
+                call_id,
+                tool,
+                is_error,
+                output,
+            } => {
+                let how = if *is_error { "error" } else { "ok" };
+                write!(f, "{task_id} {call_id} {tool} {how}: {}", cut(output))
+            }
+            Event::MemberCall {
+                task_id,
+                member,
+                text,
+                ..
+            } => write!(f, "{task_id} -> {member}: {}", cut(text)),
+            Event::MemberAnswer {
+                task_id,
+                member,
+                state,
+                text,
+                ..
+            } => write!(f, "{task_id} <- {member} {}: {}", word(state), cut(text)),
+            Event::FormationEnded { formation_id } => write!(f, "{formation_id}"),
+            Event::SessionEnd {
+                exit_status,
+                exit_code,
+                error_code,
+            } => {
+                write!(f, "{} exit {exit_code}", word(exit_status))?;
+                match error_code {
+                    Some(code) => write!(f, " {code}"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// A unit enum's word, as serde writes it.
+fn word<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// One line, at most 120 characters.
+fn cut(s: &str) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
 /// The capsule a session runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CapsuleRef {

@@ -378,3 +378,34 @@ fn a_token_in_any_string_field_of_any_record_type_is_refused() {
     assert!(tried >= 40, "only {tried} fields tried");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
 }
+
+#[test]
+fn every_record_renders_on_one_line() {
+    let lines: Vec<String> = every_event()
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| {
+            Record {
+                ts: "2026-12-02T14:40:54.123Z".into(),
+                seq: i as u64 + 1,
+                event,
+            }
+            .to_string()
+        })
+        .collect();
+    for l in &lines {
+        assert!(!l.contains('\n') && l.starts_with("14:40:54.123 #"), "{l}");
+    }
+    assert_eq!(
+        lines[0],
+        "14:40:54.123 #1    session_start     ses_0199c4e2f1b7712a9d3e4f5061728394 local/coder 1.2.0 pid 4242 in frm_0199c4e2f1b7712a9d3e4f5061728394 as coder"
+    );
+    assert_eq!(
+        lines[2],
+        "14:40:54.123 #3    task_state        t1 working -> input_required: which file?"
+    );
+    assert_eq!(
+        lines[9],
+        "14:40:54.123 #10   session_end       canceled exit 1 E-RUN-040"
+    );
+}
