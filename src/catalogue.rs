@@ -51,7 +51,7 @@ catalogue! {
 
     // ---- E-MAN / W-MAN: murmur.yaml, the capsule manifest ---------------------
     E_MAN_001 = "E-MAN-001", "Manifest does not read",
-        "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, or lacks a required field.",
+        "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, a value outside its choices or range, or lacks a required field.",
         "Compare the file with docs/manifest.md; the message names the key at fault.";
     E_MAN_003 = "E-MAN-003", "Authentication beside spawn",
         "network.authentication is declared beside a non-empty capabilities.spawn.allow: a member that authenticates its callers cannot also delegate to child capsules.",
@@ -90,9 +90,66 @@ catalogue! {
         "Check that the current folder is writable and the disk has room, then run it again.";
 
     // ---- E-PAK / E-STO / E-REG: packing, stores, lock ------------------------
+    E_PAK_001 = "E-PAK-001", "Nothing to pack or install",
+        "The path given to `mur pack` or `mur install` does not exist, or is a folder without murmur.yaml at its root.",
+        "Name a capsule source folder (murmur.yaml at its root) or a .mur.zip file.";
+    E_PAK_002 = "E-PAK-002", "Symlink leaves the capsule",
+        "A symlink in the capsule source points outside the source folder, points nowhere, or makes a loop; an artifact holds only what is inside the folder.",
+        "Copy the file into the capsule folder instead of linking to it, or remove the link.";
+    E_PAK_003 = "E-PAK-003", "Cannot pack or unpack a file",
+        "A file of the capsule could not be read or written: it is unreadable, is not a regular file or folder (a socket, a fifo, a device), or has a name an artifact cannot hold (not UTF-8, a backslash).",
+        "Rename or remove the file the message names, or fix its permissions.";
+    E_PAK_004 = "E-PAK-004", "Not a valid artifact",
+        "The .mur.zip does not read as a zip archive: it is truncated or corrupt, a checksum fails, it is encrypted, uses a compression other than deflate, holds the same name twice, or a name that is both a file and a folder.",
+        "Pack the capsule again with `mur pack` and install the new file.";
+    E_PAK_005 = "E-PAK-005", "Path escapes the archive",
+        "An entry of the archive has an absolute path, a `..` component, a backslash or a drive letter, or is a symlink: unpacked, it could write outside its folder (zip-slip).",
+        "Do not install this file; pack the capsule with `mur pack`, which never writes such entries.";
+    E_PAK_006 = "E-PAK-006", "Archive too large",
+        "Unpacked, the archive would exceed a cap: 256 MiB in all, 10000 entries, or an entry over 1 MiB that expands more than 200 times its packed size (a zip bomb).",
+        "Keep large data out of the capsule; fetch it at run time instead.";
+    E_PAK_007 = "E-PAK-007", "No murmur.yaml in the archive",
+        "The archive has no murmur.yaml at its root, so it is not a capsule.",
+        "Pack the capsule folder (murmur.yaml at its root) with `mur pack`.";
+    E_PAK_008 = "E-PAK-008", "Packed murmur.yaml does not parse",
+        "The murmur.yaml inside the archive is refused by the manifest rules; the message gives the manifest code, line and column inside `<archive>!murmur.yaml`.",
+        "Fix murmur.yaml in the capsule source, check it with `mur pack`, and install the new file.";
+    E_REG_001 = "E-REG-001", "Lock does not read",
+        "murmur.lock is not YAML, has a key that is not in the lock format, a value of the wrong type, lacks a required field, or has a lock_version other than 1.",
+        "Run `mur lock` to write it again; never edit murmur.lock by hand.";
+    E_REG_002 = "E-REG-002", "Nothing installed to pin",
+        "`mur lock` was asked to pin an artifact (a roster member or a murmur.yaml artifact) that is installed at that version in neither the project store nor the global store.",
+        "Install it with `mur install`, then run `mur lock` again.";
+    E_REG_003 = "E-REG-003", "Artifact pinned twice",
+        "murmur.lock pins the same artifact name twice; a lock pins each name once.",
+        "Run `mur lock` to write it again.";
+    E_REG_004 = "E-REG-004", "Bad pin",
+        "A pin of murmur.lock has a name that is not `<scope>/<name>`, a version that cannot be stored, or a sha256 that is not 64 lowercase hex digits.",
+        "Run `mur lock` to write it again.";
     E_REG_005 = "E-REG-005", "Lock disagrees",
         "murmur.lock pins this artifact at another version or sha256 than the one found in the stores.",
         "Install the pinned version, or run `mur lock` to pin what is installed now.";
+    E_REG_006 = "E-REG-006", "Two versions to pin",
+        "`mur lock` found the same artifact asked for at two versions (by roster.yaml and murmur.yaml, or by two roster members); a lock pins one version of each name.",
+        "Make roster.yaml and murmur.yaml ask for the same version.";
+    E_REG_007 = "E-REG-007", "Lock cannot be written",
+        "`mur lock` could not write murmur.lock in the project folder (read-only, no permission, a full disk); the old murmur.lock, if any, is as it was.",
+        "Make the project folder writable, then run `mur lock` again.";
+    E_STO_001 = "E-STO-001", "Store cannot be used",
+        "The store folder (.murmur/artifacts/ or ~/.murmur/artifacts/) is missing and cannot be made, cannot be read, or a path in it is not a folder.",
+        "Check that the project folder or $HOME exists and that .murmur is a folder you own.";
+    E_STO_002 = "E-STO-002", "Store is not writable",
+        "Writing the artifact into the store failed (a read-only folder, no permission, a full disk); nothing was installed and the store is as it was.",
+        "Make the store writable (or free space), then install again.";
+    E_STO_003 = "E-STO-003", "Other bytes already installed",
+        "An artifact of the same name and version is already installed in this store with another sha256.",
+        "Give the capsule a new version, or replace the installed one with `mur install --force`.";
+    E_STO_004 = "E-STO-004", "Name or version cannot be stored",
+        "An artifact name is not `<scope>/<name>` (lowercase letters, digits and `-`, starting with a letter), or its version is blank, longer than 64 characters, or holds a character other than letters, digits and `.+_-`.",
+        "Give the capsule a plain name and a version such as 1.2.0.";
+    W_REG_001 = "W-REG-001", "Several versions installed",
+        "The project store holds several versions of an artifact nothing asks for by version; `mur lock` pinned the highest.",
+        "Name the version you want in roster.yaml or murmur.yaml, then run `mur lock` again.";
 
     // ---- E-ROS / W-ROS: roster.yaml and its admission -------------------------
     E_ROS_001 = "E-ROS-001", "Roster does not read",

@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::{explain, scaffold};
+use crate::{explain, lock, pack, scaffold, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -20,6 +20,14 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Scaffold a capsule folder, or with --roster a two-member formation.
     New(scaffold::NewArgs),
+    /// Pack a capsule source folder into a deterministic <name>-<version>.mur.zip.
+    Pack(pack::PackArgs),
+    /// Install .mur.zip files or capsule source folders into the project (or global) store.
+    Install(store::install::InstallArgs),
+    /// List installed artifacts, project store first.
+    Ls(store::ls::LsArgs),
+    /// Pin name, version and sha256 of what the project uses in murmur.lock.
+    Lock(lock::LockArgs),
 }
 
 /// Runs the parsed command; returns the process exit status.
@@ -27,6 +35,10 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(args) => explain::run(&args),
         Command::New(args) => scaffold::run(&args),
+        Command::Pack(args) => pack::run(&args),
+        Command::Install(args) => store::install::run(&args),
+        Command::Ls(args) => store::ls::run(&args),
+        Command::Lock(args) => lock::run(&args),
     }
 }
 

@@ -109,6 +109,24 @@ fn assert_refused(text: &str, code: &str, line: usize, column: usize) -> Diagnos
     14
 )]
 #[case::idle_timeout_list("lifecycle:\n  idle_timeout: [1]\n", "E-MAN-001", 7, 17)]
+#[case::lifecycle_list("lifecycle: [single]\n", "E-MAN-001", 6, 12)]
+#[case::exports_scalar("exports: peers\n", "E-MAN-001", 6, 10)]
+#[case::peer_tasks_scalar("exports:\n  peer_tasks: true\n", "E-MAN-001", 7, 15)]
+#[case::network_list("network: []\n", "E-MAN-001", 6, 10)]
+#[case::capabilities_scalar("capabilities: all\n", "E-MAN-001", 6, 15)]
+#[case::spawn_allow_scalar("capabilities:\n  spawn:\n    allow: local/x\n", "E-MAN-001", 8, 12)]
+#[case::hooks_scalar("hooks: notify.wasm\n", "E-MAN-001", 6, 8)]
+#[case::hook_item_list("hooks:\n  - [task_end]\n", "E-MAN-001", 7, 5)]
+#[case::trace_list("trace: []\n", "E-MAN-001", 6, 8)]
+#[case::retain_scalar("trace:\n  retain: 5\n", "E-MAN-001", 7, 11)]
+#[case::artifacts_map("artifacts: {name: local/a}\n", "E-MAN-001", 6, 12)]
+#[case::instructions_list("instructions: [a.md]\n", "E-MAN-001", 6, 15)]
+#[case::tool_path_map(
+    "tools:\n  - name: t\n    path: {a: b}\n    description: d\n",
+    "E-MAN-001",
+    8,
+    11
+)]
 // ---- a missing required field
 #[case::tool_no_name("tools:\n  - path: t.wasm\n    description: d\n", "E-MAN-001", 7, 5)]
 #[case::tool_no_path("tools:\n  - name: t\n    description: d\n", "E-MAN-001", 7, 5)]
@@ -280,6 +298,12 @@ fn refused_after_base(
     "E-MAN-001",
     4,
     8
+)]
+#[case::version_map(
+    "name: coder\nversion: {major: 1}\ndescription: d\nagent: {transport: builtin}\n",
+    "E-MAN-001",
+    2,
+    10
 )]
 #[case::name_upper(
     "name: Coder\nversion: 0.1.0\ndescription: d\nagent: {transport: builtin}\n",
@@ -496,4 +520,25 @@ proptest! {
         let text: String = parts.concat();
         let _ = parse(&text);
     }
+}
+
+/// Every ```yaml block in docs/manifest.md parses, so the documented examples stay true.
+#[test]
+fn the_documented_examples_parse() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/manifest.md"))
+            .unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    let full = parse(blocks[0]).unwrap();
+    assert_eq!(full.artifacts[0].version, "1.10");
+    assert_eq!(full.tools.len(), 1);
+    assert_eq!(full.hooks.len(), 1);
+    assert!(full.network.authentication.is_some());
+    assert_eq!(full.lifecycle.holds(), 3);
+    parse(blocks[1]).unwrap();
 }

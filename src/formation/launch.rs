@@ -61,6 +61,8 @@ pub struct Options {
 pub struct Places {
     pub retention: retention::Dirs,
     pub running: PathBuf,
+    /// The program members are started from: this `mur`, or the test setting's.
+    pub program: PathBuf,
 }
 
 impl Places {
@@ -68,6 +70,7 @@ impl Places {
         Places {
             retention: retention::Dirs::from_home(),
             running: crate::paths::running_dir(),
+            program: member::program(),
         }
     }
 }
@@ -167,7 +170,13 @@ async fn run(
     let mut started: Vec<Started> = Vec::new();
     for (peer, workdir) in peers.iter().zip(&workdirs) {
         let spec = spec_for(peer, Vec::new());
-        match member::start(&spec, formation, &credentials(peer, workdir), &cwd) {
+        match member::start(
+            &places.program,
+            &spec,
+            formation,
+            &[credentials(peer, workdir)],
+            &cwd,
+        ) {
             Ok(s) => started.push(s),
             Err(e) => {
                 let d = Diagnostic::new(
@@ -290,12 +299,11 @@ async fn run(
         ],
     };
     let spec = spec_for(entry, lifecycle);
-    let mut entry_started = match member::start(
-        &spec,
-        formation,
-        &credentials(entry, &plan.project_dir),
-        &cwd,
-    ) {
+    let mut lines = vec![credentials(entry, &plan.project_dir)];
+    if !entry.callees.is_empty() {
+        lines.push(doors_line(&entry.callees, &door_of));
+    }
+    let mut entry_started = match member::start(&places.program, &spec, formation, &lines, &cwd) {
         Ok(s) => s,
         Err(e) => {
             eprintln!(
@@ -306,11 +314,6 @@ async fn run(
             return 1;
         }
     };
-    if !entry.callees.is_empty() {
-        let _ = entry_started
-            .channel
-            .send(&doors_line(&entry.callees, &door_of));
-    }
 
     // End: the entry member's end, or a signal to the launcher.
     let end = tokio::select! {

@@ -59,19 +59,22 @@ pub fn program() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("mur"))
 }
 
-/// Starts a member whose channel already holds `first_line`.
+/// Starts a member whose channel already holds `lines` (its credentials first).
 pub fn start(
+    program: &Path,
     spec: &Spec,
     formation: &str,
-    first_line: &channel::Line,
+    lines: &[channel::Line],
     cwd: &Path,
 ) -> std::io::Result<Started> {
     let (lifeline, lifeline_read) = Lifeline::new()?;
     let (mut channel, channel_read) = channel::Writer::new()?;
-    // Written before the member starts: the pipe holds it until the member reads.
-    channel.send(first_line)?;
+    // Written before the member starts: the pipe holds them until the member reads.
+    for line in lines {
+        channel.send(line)?;
+    }
 
-    let mut cmd = Command::new(program());
+    let mut cmd = Command::new(program);
     cmd.arg("run")
         .args([
             "--capsule",

@@ -135,6 +135,9 @@ fn hint_for(code: Code, field: &str) -> String {
         E_MAN_004 if field == "name" => {
             "Name the capsule like `coder` or `code-review`: a lowercase letter, then lowercase letters, digits or `-`.".into()
         }
+        E_MAN_004 if field.starts_with("capabilities.spawn") => {
+            "Write `<scope>/<name>`, such as `local/coder`, or `<scope>/*` for every capsule of a scope.".into()
+        }
         E_MAN_004 => "Write the full artifact name, `<scope>/<name>`, such as `local/coder`.".into(),
         E_MAN_005 => "Write an exact version such as `0.1.0` (quote it if you like).".into(),
         E_MAN_006 => "Write a whole number and one unit: `45s`, `90m`, `12h` or `30d`.".into(),

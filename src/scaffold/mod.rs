@@ -72,8 +72,14 @@ pub fn create(parent: &Path, name: &str, roster: bool) -> Result<PathBuf> {
         .hint("Check that the folder is writable and the disk is not full; nothing was left behind.")
     };
     // Hidden, and beside the target so the final rename stays on one filesystem.
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}.new-"))
+    let prefix = format!(".{name}.new-");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix);
+    // A temporary folder is owner-only; the scaffold gets the mode of a plain mkdir
+    // (0777 less the umask), as the user expects of a folder they asked for.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o777));
+    let tmp = builder
         .tempdir_in(parent)
         .map_err(|e| cannot("create a folder in", parent, e))?;
     for (rel, text) in &files {

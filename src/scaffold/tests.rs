@@ -25,6 +25,18 @@ fn capsule_scaffold_parses_as_written() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
+#[cfg(unix)]
+#[test]
+fn scaffold_folder_has_the_mode_of_a_plain_mkdir() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let target = create(dir.path(), "moded", false).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&target), mode(&plain));
+}
+
 #[test]
 fn roster_scaffold_is_admissible_once_installed() {
     let dir = tempfile::tempdir().unwrap();
@@ -184,5 +196,15 @@ fn bad_names_are_refused_before_anything_is_written() {
             err.message
         );
     }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn an_unwritable_place_is_e_new_003_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone");
+    let err = create(&gone, "agent", false).unwrap_err();
+    assert_eq!(err.code, crate::catalogue::E_NEW_003);
+    assert!(err.message.contains("gone"), "{}", err.message);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

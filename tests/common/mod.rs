@@ -1,0 +1,185 @@
+//! Helpers for the store, pack and lock tests: a temporary HOME and project, the real
+//! `mur` binary run in them, capsule sources and hand-made archives.
+#![allow(dead_code)]
+
+use std::io::{Cursor, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipWriter};
+
+/// A temporary folder holding `home/` (HOME) and `proj/` (the current folder).
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub proj: PathBuf,
+}
+
+impl World {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let proj = dir.path().join("proj");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&proj).unwrap();
+        World { dir, home, proj }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// `mur` with HOME set to `home` and run in `proj`.
+    pub fn mur(&self) -> assert_cmd::Command {
+        self.mur_in(&self.proj)
+    }
+
+    pub fn mur_in(&self, cwd: &Path) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.std_mur(cwd))
+    }
+
+    pub fn std_mur(&self, cwd: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mur"));
+        cmd.env("HOME", &self.home).current_dir(cwd);
+        cmd
+    }
+
+    /// `mur` as an unprivileged user when the tests run as root, so that file
+    /// permissions bind it; the whole world is opened to that user.
+    pub fn mur_unprivileged(&self) -> assert_cmd::Command {
+        let mut cmd = self.std_mur(&self.proj);
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            chown_all(self.dir.path(), 65534);
+            cmd.uid(65534).gid(65534);
+        }
+        assert_cmd::Command::from_std(cmd)
+    }
+
+    /// Every file under the project's and home's .murmur, with its bytes.
+    pub fn stores_snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        for root in [self.proj.join(".murmur"), self.home.join(".murmur")] {
+            walk(&root, &mut out);
+        }
+        out.sort();
+        out
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.push((p.clone(), Vec::new()));
+            walk(&p, out);
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+}
+
+fn chown_all(path: &Path, id: u32) {
+    std::os::unix::fs::lchown(path, Some(id), Some(id)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).unwrap() {
+            chown_all(&e.unwrap().path(), id);
+        }
+    }
+}
+
+/// A murmur.yaml every manifest rule accepts.
+pub fn manifest_text(name: &str, version: &str) -> String {
+    format!(
+        "name: {name}\nversion: {version}\ndescription: A test capsule.\nagent:\n  transport: builtin\n"
+    )
+}
+
+/// A capsule source folder: murmur.yaml, a note and an executable script.
+pub fn write_capsule(dir: &Path, name: &str, version: &str) {
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("murmur.yaml"), manifest_text(name, version)).unwrap();
+    std::fs::write(dir.join("docs/notes.md"), "# Notes\n").unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A zip of the given entries (stored, so names and bytes are easy to patch).
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+    for (name, data) in entries {
+        zip.start_file(*name, options).unwrap();
+        zip.write_all(data).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+/// A capsule zip whose second entry is `name` (written as a same-length placeholder
+/// and patched, since zip writers refuse such names).
+pub fn zip_with_entry_named(name: &str) -> Vec<u8> {
+    let placeholder = "x".repeat(name.len());
+    let m = manifest_text("evil", "1.0.0");
+    let bytes = zip_of(&[("murmur.yaml", m.as_bytes()), (&placeholder, b"pwned")]);
+    patch(bytes, placeholder.as_bytes(), name.as_bytes())
+}
+
+pub fn patch(mut bytes: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let mut hits = 0;
+    let mut i = 0;
+    while i + from.len() <= bytes.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + from.len()].copy_from_slice(to);
+            hits += 1;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert!(hits > 0, "nothing to patch");
+    bytes
+}
+
+/// A capsule zip with 4 MiB of zeros deflated to a few KiB.
+pub fn zip_bomb() -> Vec<u8> {
+    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+    zip.start_file("murmur.yaml", options).unwrap();
+    zip.write_all(manifest_text("bomb", "1.0.0").as_bytes())
+        .unwrap();
+    zip.start_file("zeros.bin", options).unwrap();
+    zip.write_all(&vec![0u8; 4 << 20]).unwrap();
+    zip.finish().unwrap().into_inner()
+}
+
+pub fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `mur pack` and returns the sha256 it printed.
+pub fn pack(world: &World, src: &Path, out: &Path) -> String {
+    let o = world
+        .mur()
+        .arg("pack")
+        .arg(src)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    text.lines()
+        .find_map(|l| l.strip_prefix("sha256 "))
+        .unwrap_or_else(|| panic!("no sha256 in {text}"))
+        .to_string()
+}

@@ -1,0 +1,299 @@
+//! `mur pack`, `mur install` and `mur ls`, run as the real binary with HOME in a
+//! temporary folder.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::*;
+use rstest::rstest;
+
+#[test]
+fn pack_writes_name_version_zip_and_prints_path_and_sha256() {
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    let o = w.mur_in(&w.path("src")).arg("pack").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let zip = w.path("src/coder-1.2.0.mur.zip");
+    let text = stdout(&o);
+    assert!(text.contains("coder-1.2.0.mur.zip"), "{text}");
+    let sha = text
+        .lines()
+        .find_map(|l| l.strip_prefix("sha256 "))
+        .unwrap();
+    let bytes = std::fs::read(&zip).unwrap();
+    assert_eq!(sha, sha256_hex(&bytes));
+    // Packing again skips the artifact it wrote and gives the same bytes.
+    let again = pack(&w, &w.path("src"), &w.path("src"));
+    assert_eq!(again, sha);
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Two copies of one source made with different umasks and mtimes, in different
+/// folders, pack to the same sha256.
+#[test]
+fn pack_is_deterministic_across_copies_umask_and_mtime() {
+    let w = World::new();
+    write_capsule(&w.path("a"), "coder", "1.2.0");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            "umask 077 && mkdir -p other/place && cp -R a other/place/b \
+             && find other/place/b -exec touch -d '2001-02-03 04:05:06' {} +",
+        )
+        .current_dir(w.dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let b = w.path("other/place/b");
+    let mode = std::fs::metadata(b.join("murmur.yaml"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the copy really has other modes");
+    let sha_a = pack(&w, &w.path("a"), &w.path("out-a"));
+    let sha_b = pack(&w, &b, &w.path("out-b"));
+    assert_eq!(sha_a, sha_b);
+    assert_eq!(
+        std::fs::read(w.path("out-a/coder-1.2.0.mur.zip")).unwrap(),
+        std::fs::read(w.path("out-b/coder-1.2.0.mur.zip")).unwrap()
+    );
+}
+
+#[test]
+fn install_from_a_zip_or_a_folder_gives_the_same_artifact() {
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    let sha = pack(&w, &w.path("src"), &w.path("out"));
+    let o = w
+        .mur()
+        .args(["install"])
+        .arg(w.path("out/coder-1.2.0.mur.zip"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("installed local/coder 1.2.0"),
+        "{}",
+        stdout(&o)
+    );
+    let stored = w.proj.join(".murmur/artifacts/local/coder/1.2.0.mur.zip");
+    assert_eq!(sha256_hex(&std::fs::read(&stored).unwrap()), sha);
+    // The folder packs in memory to the same bytes: a no-op that says so.
+    let o = w.mur().arg("install").arg(w.path("src")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("same bytes"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("nothing to do"), "{}", stdout(&o));
+}
+
+#[test]
+fn install_several_then_ls_lists_project_store_first() {
+    let w = World::new();
+    for (name, version) in [("zed", "1.0.0"), ("alpha", "0.2.0")] {
+        write_capsule(&w.path(name), name, version);
+    }
+    write_capsule(&w.path("g"), "coder", "1.2.0");
+    let o = w
+        .mur()
+        .arg("install")
+        .arg(w.path("zed"))
+        .arg(w.path("alpha"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = w
+        .mur()
+        .args(["install", "--global"])
+        .arg(w.path("g"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        w.home
+            .join(".murmur/artifacts/local/coder/1.2.0.mur.zip")
+            .is_file()
+    );
+    let o = w.mur().args(["ls", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let rows: Vec<String> = items
+        .iter()
+        .map(|i| format!("{} {} {}", i["store"], i["name"], i["version"]).replace('"', ""))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "project local/alpha 0.2.0",
+            "project local/zed 1.0.0",
+            "global local/coder 1.2.0"
+        ]
+    );
+    for i in &items {
+        let bytes = std::fs::read(i["path"].as_str().unwrap()).unwrap();
+        assert_eq!(i["sha256"].as_str().unwrap(), sha256_hex(&bytes));
+    }
+    let o = w.mur().arg("ls").output().unwrap();
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("STORE"), "{text}");
+    assert!(
+        lines[1].starts_with("project") && lines[1].contains("local/alpha"),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("global") && lines[3].contains("local/coder"),
+        "{text}"
+    );
+}
+
+#[test]
+fn other_bytes_are_refused_naming_both_sha256s_unless_forced() {
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    w.mur().arg("install").arg(w.path("src")).assert().success();
+    let first = w.stores_snapshot();
+    std::fs::write(w.path("src/docs/notes.md"), "changed\n").unwrap();
+    let new_sha = pack(&w, &w.path("src"), &w.path("out"));
+    let o = w.mur().arg("install").arg(w.path("src")).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("error[E-STO-003]"), "{err}");
+    let old_sha = sha256_hex(&first.iter().find(|(p, _)| p.is_file()).unwrap().1);
+    assert!(err.contains(&old_sha) && err.contains(&new_sha), "{err}");
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(w.stores_snapshot(), first);
+    let o = w
+        .mur()
+        .args(["install", "--force"])
+        .arg(w.path("src"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("was {old_sha}")),
+        "{}",
+        stdout(&o)
+    );
+    let stored = w.proj.join(".murmur/artifacts/local/coder/1.2.0.mur.zip");
+    assert_eq!(sha256_hex(&std::fs::read(stored).unwrap()), new_sha);
+}
+
+/// What a killed install leaves behind (a dot-named partial file) is never listed or
+/// found, and a new install goes through.
+#[test]
+fn a_leftover_temporary_file_is_ignored() {
+    let w = World::new();
+    let dir = w.proj.join(".murmur/artifacts/local/coder");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(".tmpXyZ123.partial"), b"PK\x03\x04 half").unwrap();
+    let o = w.mur().args(["ls", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "[]");
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    w.mur().arg("install").arg(w.path("src")).assert().success();
+    let o = w.mur().args(["ls", "--json"]).output().unwrap();
+    let items: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(items.len(), 1, "{items:?}");
+}
+
+/// One case per way an install can fail. Each names its code, and leaves both stores
+/// exactly as they were.
+#[rstest]
+#[case::corrupt_zip("corrupt", "E-PAK-004")]
+#[case::truncated_zip("truncated", "E-PAK-004")]
+#[case::zip_slip_parent("slip-parent", "E-PAK-005")]
+#[case::zip_slip_absolute("slip-absolute", "E-PAK-005")]
+#[case::zip_bomb("bomb", "E-PAK-006")]
+#[case::no_root_manifest("no-manifest", "E-PAK-007")]
+#[case::packed_manifest_does_not_parse("bad-manifest", "E-PAK-008")]
+#[case::no_such_path("missing-path", "E-PAK-001")]
+#[case::folder_without_manifest("not-a-capsule", "E-PAK-001")]
+#[case::global_store_missing("no-home", "E-STO-001")]
+#[case::store_path_is_a_file("store-is-a-file", "E-STO-001")]
+#[case::read_only_store("read-only", "E-STO-002")]
+#[case::other_bytes_installed("conflict", "E-STO-003")]
+#[case::second_of_several_is_corrupt("second-corrupt", "E-PAK-004")]
+fn install_faults(#[case] fault: &str, #[case] code: &str) {
+    let w = World::new();
+    write_capsule(&w.path("good"), "coder", "1.2.0");
+    let file = w.path("it.mur.zip");
+    let good_zip = {
+        pack(&w, &w.path("good"), &w.path("packed"));
+        std::fs::read(w.path("packed/coder-1.2.0.mur.zip")).unwrap()
+    };
+    let mut args: Vec<std::path::PathBuf> = vec![file.clone()];
+    let mut global = false;
+    let mut unprivileged = false;
+    match fault {
+        "corrupt" => std::fs::write(&file, b"PK\x03\x04 not really a zip").unwrap(),
+        "truncated" => std::fs::write(&file, &good_zip[..good_zip.len() - 30]).unwrap(),
+        "slip-parent" => std::fs::write(&file, zip_with_entry_named("../../evil.sh")).unwrap(),
+        "slip-absolute" => std::fs::write(&file, zip_with_entry_named("/tmp/evil.sh")).unwrap(),
+        "bomb" => std::fs::write(&file, zip_bomb()).unwrap(),
+        "no-manifest" => std::fs::write(&file, zip_of(&[("readme.md", b"hi")])).unwrap(),
+        "bad-manifest" => {
+            std::fs::write(&file, zip_of(&[("murmur.yaml", b"name: [coder\n")])).unwrap()
+        }
+        "missing-path" => args = vec![w.path("nowhere.mur.zip")],
+        "not-a-capsule" => args = vec![w.path("packed")],
+        "no-home" => {
+            std::fs::write(&file, &good_zip).unwrap();
+            std::fs::remove_dir(&w.home).unwrap();
+            global = true;
+        }
+        "store-is-a-file" => {
+            std::fs::write(&file, &good_zip).unwrap();
+            std::fs::write(w.proj.join(".murmur"), b"not a folder").unwrap();
+        }
+        "read-only" => {
+            std::fs::write(&file, &good_zip).unwrap();
+            let store = w.proj.join(".murmur/artifacts");
+            std::fs::create_dir_all(&store).unwrap();
+            unprivileged = true;
+        }
+        "conflict" => {
+            w.mur()
+                .arg("install")
+                .arg(w.path("good"))
+                .assert()
+                .success();
+            std::fs::write(w.path("good/docs/notes.md"), "other\n").unwrap();
+            args = vec![w.path("good")];
+        }
+        "second-corrupt" => {
+            std::fs::write(&file, b"garbage").unwrap();
+            args = vec![w.path("good"), file.clone()];
+        }
+        other => unreachable!("{other}"),
+    }
+    let before = w.stores_snapshot();
+    let mut cmd = if unprivileged {
+        let c = w.mur_unprivileged();
+        // After the chown: the store itself is read-only for its owner too.
+        let store = w.proj.join(".murmur/artifacts");
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
+        c
+    } else {
+        w.mur()
+    };
+    cmd.arg("install");
+    if global {
+        cmd.arg("--global");
+    }
+    let o = cmd.args(&args).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("error[{code}]")), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(w.stores_snapshot(), before, "the stores changed: {err}");
+    assert!(!w.path("evil.sh").exists() && !Path::new("/tmp/evil.sh").exists());
+    if fault == "no-home" {
+        assert!(!w.home.exists(), "HOME was made");
+    }
+}
