@@ -421,3 +421,57 @@ async fn a_harness_that_closes_its_output_but_lives_on_fails_the_task_promptly()
         started.elapsed()
     );
 }
+
+/// A call-member stand-in for the documented harness.
+struct Member;
+
+impl Tool for Member {
+    fn name(&self) -> &str {
+        crate::agent::CALL_MEMBER
+    }
+    fn description(&self) -> &str {
+        "Calls a member."
+    }
+    fn input_schema(&self) -> Value {
+        crate::agent::call_member_schema()
+    }
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::ok(format!("{} wrote it", call.arguments["member"])) })
+    }
+}
+
+#[tokio::test]
+async fn the_minimal_harness_in_docs_agent_md_works_as_documented() {
+    let doc = include_str!("../../docs/agent.md");
+    let after = &doc[doc
+        .find("A minimal harness:")
+        .expect("the doc shows a harness")..];
+    let start = after.find("```sh\n").unwrap() + "```sh\n".len();
+    let script = &after[start..start + after[start..].find("```").unwrap()];
+    let s = Setup::new(script);
+    let config = ProcessConfig {
+        command: vec!["sh".into(), "harness.sh".into()],
+        cwd: s.dir.path().to_path_buf(),
+        env: vec![],
+        stderr: None,
+    };
+    let mut agent = Agent::new(AgentSpec {
+        task_id: "t".into(),
+        system: String::new(),
+        max_turns: 4,
+        tools: vec![Arc::new(Member)],
+        transport: Box::new(ProcessTransport::new(config).unwrap()),
+        trace: None,
+    });
+    let outcome = agent.send("build it", &CancellationToken::new()).await;
+    let Outcome::Completed { message, artifacts } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(message.as_deref(), Some("done"));
+    assert_eq!(artifacts[0].parts, [Part::Text("ok".into())]);
+    let Some(crate::agent::Message::Tool { output, .. }) = agent.conversation().messages.get(2)
+    else {
+        panic!("no tool result")
+    };
+    assert_eq!(output, "\"coder\" wrote it");
+}
