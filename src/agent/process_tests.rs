@@ -475,3 +475,60 @@ async fn the_minimal_harness_in_docs_agent_md_works_as_documented() {
     };
     assert_eq!(output, "\"coder\" wrote it");
 }
+
+/// Run only as the child of the test below: starts a harness that never answers.
+#[tokio::test]
+#[ignore = "a helper process for harness_dies_with_a_killed_mur"]
+async fn helper_run_a_harness_forever() {
+    let Some(dir) = std::env::var_os("MUR_TEST_HARNESS_DIR") else {
+        return;
+    };
+    let config = ProcessConfig {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 120".into(),
+        ],
+        cwd: dir.into(),
+        env: vec![],
+        stderr: None,
+    };
+    let mut agent = Agent::new(AgentSpec {
+        task_id: "t".into(),
+        system: String::new(),
+        max_turns: 1,
+        tools: vec![],
+        transport: Box::new(ProcessTransport::new(config).unwrap()),
+        trace: None,
+    });
+    agent.send("x", &CancellationToken::new()).await;
+}
+
+#[tokio::test]
+async fn harness_dies_with_a_killed_mur() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut mur = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "agent::process::tests::helper_run_a_harness_forever",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env("MUR_TEST_HARNESS_DIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid: u32 = wait_for_file(&dir.path().join("pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    mur.kill().unwrap(); // SIGKILL: no shutdown, no Drop
+    mur.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "harness {pid} outlived mur");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
