@@ -107,7 +107,10 @@ pub async fn wait<R: AsyncBufRead + Unpin>(
 ) -> Result<Ready, NotReady> {
     let limit = deadline.saturating_duration_since(started);
     let mut first = String::new();
+    // Biased toward the line: a peer that printed it and exited at once has its line
+    // in the pipe before its exit can be observed.
     let read = tokio::select! {
+        biased;
         read = stdout.read_line(&mut first) => read,
         status = child.wait() => return Err(NotReady::ExitedBeforeReport(describe(status))),
         _ = tokio::time::sleep_until(deadline) => return Err(NotReady::NoReport(limit)),
