@@ -32,6 +32,8 @@ struct Shared {
     state: Mutex<State>,
     /// How many non-terminal tasks the member holds at once.
     holds: u32,
+    /// How many tasks are remembered; past it, the oldest ended ones are forgotten.
+    max_tasks: usize,
 }
 
 #[derive(Default)]
@@ -69,12 +71,34 @@ pub(crate) struct Created {
 }
 
 impl TaskStore {
-    pub(crate) fn new(holds: u32) -> Self {
+    pub(crate) fn new(holds: u32, max_tasks: usize) -> Self {
         TaskStore {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
                 holds: holds.max(1),
+                max_tasks: max_tasks.max(1),
             }),
+        }
+    }
+
+    /// Forgets the oldest ended tasks (a tenth of the cap at a time) once the store
+    /// is full, so a long-lived door's memory stays bounded. Live tasks are kept.
+    fn evict(&self, state: &mut State) {
+        let max = self.shared.max_tasks;
+        if state.tasks.len() < max {
+            return;
+        }
+        let batch = (max / 10).max(1);
+        let victims: Vec<(u64, String)> = state
+            .by_rev
+            .iter()
+            .filter(|(_, id)| state.tasks[*id].task.status.state.is_terminal())
+            .take(batch)
+            .map(|(rev, id)| (*rev, id.clone()))
+            .collect();
+        for (rev, id) in victims {
+            state.by_rev.remove(&rev);
+            state.tasks.remove(&id);
         }
     }
 
@@ -142,6 +166,7 @@ impl TaskStore {
         if state.held >= self.shared.holds {
             return Err(RpcError::busy(self.shared.holds));
         }
+        self.evict(&mut state);
         let id = new_id("tsk");
         let context_id = message.context_id.clone().unwrap_or_else(|| new_id("ctx"));
         message.task_id = Some(id.clone());
@@ -559,5 +584,31 @@ impl TaskHandle {
         m.task_id = Some(self.id.clone());
         m.context_id = Some(self.context_id.clone());
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_tasks_past_the_cap_are_forgotten_oldest_first() {
+        let store = TaskStore::new(1, 10);
+        let msg = || Message::text(Role::User, "x");
+        let mut ids = Vec::new();
+        for _ in 0..25 {
+            let c = store.create(Credential::Operator, msg()).unwrap();
+            c.handle.complete("done").unwrap();
+            ids.push(c.handle.id().to_string());
+        }
+        assert!(store.lock().tasks.len() <= 10);
+        assert!(store.snapshot(&ids[0]).is_none());
+        assert!(store.snapshot(&ids[24]).is_some());
+        // A live task is never forgotten.
+        let live = store.create(Credential::Operator, msg()).unwrap();
+        for _ in 0..3 {
+            store.evict(&mut store.lock());
+        }
+        assert!(store.snapshot(live.handle.id()).is_some());
     }
 }
