@@ -231,6 +231,26 @@ pub async fn read_stream(resp: reqwest::Response) -> Vec<Value> {
     parse_sse(&text)
 }
 
+impl Fixture {
+    /// Waits (up to 10 s) until some task the operator sees is in `state`.
+    pub async fn wait_state_any(&self, state: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let l = self
+                .ok(Some(OPERATOR), "ListTasks", json!({"status": state}))
+                .await;
+            if l["totalSize"].as_u64() > Some(0) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no task reached {state}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
 pub fn parse_sse(text: &str) -> Vec<Value> {
     text.split("\n\n")
         .filter_map(|event| {
