@@ -409,3 +409,20 @@ async fn a_stream_stays_open_through_input_required_until_the_task_ends() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_task_the_runner_drops_unended_fails_and_frees_the_member() {
+    let f = start(Setup {
+        acceptance: Acceptance::Single,
+        ..Setup::default()
+    })
+    .await;
+    let r = f.ok(op(), "SendMessage", message("drop")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED");
+    let text = r["task"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("without ending it"), "{text}");
+    let r = f.ok(op(), "SendMessage", message("next")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+}
