@@ -119,6 +119,18 @@ pub enum Event {
         member_task_id: Option<String>,
         text: String,
     },
+    /// call-member offered a task to a member that was busy (`-32050`): one record per
+    /// refused offer. The offer it takes is the `member_call` record.
+    MemberOffer {
+        task_id: String,
+        call_id: String,
+        member: String,
+        /// 1 for the call itself, then one more for each offer the runtime repeats.
+        offer: u32,
+        /// Milliseconds until the next offer; absent when the call's deadline stops it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<u64>,
+    },
     /// A called member's task ended, and its answer came back.
     MemberAnswer {
         task_id: String,
@@ -152,6 +164,7 @@ impl Event {
             Event::ToolCall { .. } => "tool_call",
             Event::ToolResult { .. } => "tool_result",
             Event::MemberCall { .. } => "member_call",
+            Event::MemberOffer { .. } => "member_offer",
             Event::MemberAnswer { .. } => "member_answer",
             Event::FormationEnded { .. } => "formation_ended",
             Event::SessionEnd { .. } => "session_end",
@@ -251,6 +264,19 @@ impl std::fmt::Display for Record {
                 text,
                 ..
             } => write!(f, "{task_id} -> {member}: {}", cut(text)),
+            Event::MemberOffer {
+                task_id,
+                member,
+                offer,
+                retry_in_ms,
+                ..
+            } => {
+                write!(f, "{task_id} -> {member} busy (offer {offer})")?;
+                match retry_in_ms {
+                    Some(ms) => write!(f, ", again in {ms} ms"),
+                    None => Ok(()),
+                }
+            }
             Event::MemberAnswer {
                 task_id,
                 member,

@@ -63,6 +63,13 @@ fn every_event() -> Vec<Event> {
             member_task_id: Some("t9".into()),
             text: "review".into(),
         },
+        Event::MemberOffer {
+            task_id: "t1".into(),
+            call_id: "call_1".into(),
+            member: "reviewer".into(),
+            offer: 1,
+            retry_in_ms: Some(250),
+        },
         Event::MemberAnswer {
             task_id: "t1".into(),
             call_id: "call_1".into(),
@@ -406,7 +413,11 @@ fn every_record_renders_on_one_line() {
         "14:40:54.123 #3    task_state        t1 working -> input_required: which file?"
     );
     assert_eq!(
-        lines[9],
-        "14:40:54.123 #10   session_end       canceled exit 1 E-RUN-040"
+        lines[10],
+        "14:40:54.123 #11   session_end       canceled exit 1 E-RUN-040"
+    );
+    assert_eq!(
+        lines[7],
+        "14:40:54.123 #8    member_offer      t1 -> reviewer busy (offer 1), again in 250 ms"
     );
 }

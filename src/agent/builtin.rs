@@ -36,6 +36,27 @@ pub fn reply(c: &Conversation) -> Reply {
         _ => "",
     };
     let since = &c.messages[start + 1..];
+    if let Some(blocks) = crate::call_member::fence::parse(task) {
+        // The members' answers came back into the task: answer from them.
+        let task = c.messages[..start]
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { text } if crate::call_member::fence::parse(text).is_none() => {
+                    Some(text.as_str())
+                }
+                _ => None,
+            })
+            .unwrap_or("");
+        let quoted: Vec<(String, bool, &str)> = blocks
+            .iter()
+            .map(|b| (b.member.clone(), b.state == "completed", b.body.as_str()))
+            .collect();
+        return Reply::Answer {
+            text: Some(summary(task, &quoted)),
+            artifacts: Vec::new(),
+        };
+    }
     if task.trim().is_empty() {
         return Reply::Rejected {
             reason: "the task is empty".to_string(),
@@ -54,8 +75,15 @@ pub fn reply(c: &Conversation) -> Reply {
         })
         .collect();
     if !answers.is_empty() {
+        let quoted: Vec<(String, bool, &str)> = answers
+            .iter()
+            .map(|(call_id, output, is_error)| {
+                let who = member_of(since, call_id).unwrap_or_else(|| (*call_id).to_string());
+                (who, !is_error, *output)
+            })
+            .collect();
         return Reply::Answer {
-            text: Some(summary(task, since, &answers)),
+            text: Some(summary(task, &quoted)),
             artifacts: Vec::new(),
         };
     }
@@ -117,12 +145,11 @@ pub fn plan(task: &str) -> String {
     out
 }
 
-/// Quotes every answer under the member it came from.
-fn summary(task: &str, since: &[Message], answers: &[(&str, &str, bool)]) -> String {
+/// Quotes every answer (who, whether it succeeded, what it said) under its member.
+fn summary(task: &str, answers: &[(String, bool, &str)]) -> String {
     let mut out = format!("Answers for: {}\n", headline(task));
-    for (call_id, output, is_error) in answers {
-        let who = member_of(since, call_id).unwrap_or_else(|| (*call_id).to_string());
-        let verb = if *is_error { "failed" } else { "answered" };
+    for (who, ok, output) in answers {
+        let verb = if *ok { "answered" } else { "failed" };
         out.push_str(&format!("\n{who} {verb}:\n"));
         let body = if output.trim().is_empty() {
             "(nothing)"

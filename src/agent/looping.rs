@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Conversation, Message, Outcome, Reply, Tool, ToolCall, ToolOutput, Transport};
+use super::{
+    BoxFuture, Conversation, Message, Outcome, Reply, Tool, ToolCall, ToolOutput, Transport,
+};
 use crate::trace::{Event, ReplyKind, TraceWriter};
 
 /// What one task's agent is made of.
@@ -22,12 +24,26 @@ pub struct AgentSpec {
     pub trace: Option<Arc<TraceWriter>>,
 }
 
+/// What the loop asks when the model's turn ends with an answer while an
+/// `inference.max_turns` turn is still left: call-member's answers
+/// ([`crate::call_member::Calls`] implements it). Attached with [`Agent::with_turn_end`].
+pub trait TurnEnd: Send + Sync {
+    /// Waits for every answer still owed to the task and returns the message the task
+    /// continues with (all of them, fenced), or `None` when nothing is owed: then the
+    /// task ends with the model's answer. Returns `None` at once when `cancel` fires.
+    fn continuation<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, Option<String>>;
+    /// The task ended (`canceled`: by cancellation). Called once, before the transport
+    /// is shut down.
+    fn task_ended(&self, canceled: bool) -> BoxFuture<'_, ()>;
+}
+
 /// One task's agent. Lives until the task ends: a task that asks for input keeps it
 /// (and its harness process) to carry on with the answer.
 pub struct Agent {
     spec: AgentSpec,
     conversation: Conversation,
     ended: bool,
+    turn_end: Option<Arc<dyn TurnEnd>>,
 }
 
 impl Agent {
@@ -42,7 +58,15 @@ impl Agent {
             spec,
             conversation,
             ended: false,
+            turn_end: None,
         }
+    }
+
+    /// Has the task wait for call-member's answers at the end of a turn, as the spec's
+    /// "How the answer arrives" says (see docs/call-member.md).
+    pub fn with_turn_end(mut self, turn_end: Arc<dyn TurnEnd>) -> Self {
+        self.turn_end = Some(turn_end);
+        self
     }
 
     pub fn conversation(&self) -> &Conversation {
@@ -65,6 +89,9 @@ impl Agent {
         let outcome = self.turns(cancel).await;
         if outcome.is_terminal() {
             self.ended = true;
+            if let Some(hook) = &self.turn_end {
+                hook.task_ended(matches!(outcome, Outcome::Canceled)).await;
+            }
             self.spec.transport.shutdown().await;
         }
         outcome
@@ -76,6 +103,9 @@ impl Agent {
     pub async fn close(&mut self) {
         if !self.ended {
             self.ended = true;
+            if let Some(hook) = &self.turn_end {
+                hook.task_ended(true).await;
+            }
             self.spec.transport.shutdown().await;
         }
     }
@@ -110,7 +140,12 @@ impl Agent {
             self.record_turn(turn, &reply);
             match reply {
                 Reply::ToolCalls { text, calls } if calls.is_empty() => {
-                    return self.answer(text, Vec::new());
+                    let outcome = self.answer(text, Vec::new());
+                    match self.continue_with(turn, cancel).await {
+                        Continue::No => return outcome,
+                        Continue::Canceled => return Outcome::Canceled,
+                        Continue::Yes => {}
+                    }
                 }
                 Reply::ToolCalls { text, mut calls } => {
                     for (i, call) in calls.iter_mut().enumerate() {
@@ -162,7 +197,14 @@ impl Agent {
                         });
                     }
                 }
-                Reply::Answer { text, artifacts } => return self.answer(text, artifacts),
+                Reply::Answer { text, artifacts } => {
+                    let outcome = self.answer(text, artifacts);
+                    match self.continue_with(turn, cancel).await {
+                        Continue::No => return outcome,
+                        Continue::Canceled => return Outcome::Canceled,
+                        Continue::Yes => {}
+                    }
+                }
                 Reply::InputRequired { question } => {
                     self.conversation.messages.push(Message::Assistant {
                         text: Some(question.clone()),
@@ -177,6 +219,29 @@ impl Agent {
         // The last turn returns on every path; this only keeps the loop total.
         Outcome::Failed {
             reason: format!("inference.max_turns ({max}) reached without an answer"),
+        }
+    }
+
+    /// At the end of a turn that answered: with a turn still left, waits for the
+    /// answers owed to the task and, when there are any, adds them as the next message.
+    /// With no turn left the task does not wait.
+    async fn continue_with(&mut self, turn: u32, cancel: &CancellationToken) -> Continue {
+        let Some(hook) = self.turn_end.clone() else {
+            return Continue::No;
+        };
+        if turn >= self.spec.max_turns {
+            return Continue::No;
+        }
+        let more = hook.continuation(cancel).await;
+        if cancel.is_cancelled() {
+            return Continue::Canceled;
+        }
+        match more {
+            Some(text) => {
+                self.conversation.messages.push(Message::User { text });
+                Continue::Yes
+            }
+            None => Continue::No,
         }
     }
 
@@ -223,6 +288,12 @@ impl Agent {
             tracing::warn!("{e}");
         }
     }
+}
+
+enum Continue {
+    Yes,
+    No,
+    Canceled,
 }
 
 /// Runs one turn's calls side by side (call-member calls to several members then

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use artifact::{Artifact, FileContent, Part};
 pub use config::{ProcessConfig, TransportConfig, harness_env, transport};
-pub use looping::{Agent, AgentSpec};
+pub use looping::{Agent, AgentSpec, TurnEnd};
 pub use prompt::{PromptParts, system_prompt};
 
 /// A boxed future, so the traits below stay object-safe.

@@ -1,0 +1,440 @@
+//! `Calls`: every call one task made, the background offers to busy members, the
+//! answers as they arrive, and the wait for them at the end of a turn.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::client::{DoorClient, Sent, answer_text};
+use super::fence::{self, Answer};
+use super::{CallConfig, Peers, Trust};
+use crate::a2a;
+use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
+use crate::trace::{Event, TaskState, TraceWriter};
+
+/// What `Calls::new` needs; the session fills it in for each task.
+pub struct CallsSpec {
+    /// The calling task's id (named by every trace record).
+    pub task_id: String,
+    pub peers: Arc<Peers>,
+    /// Where member_call, member_offer and member_answer records go.
+    pub trace: Option<Arc<TraceWriter>>,
+    /// The calling task's trust class, stamped on each call.
+    pub trust: Trust,
+    pub config: CallConfig,
+    /// The session's deadline (`--deadline`): no offer is made past it.
+    pub session_deadline: Option<Instant>,
+}
+
+/// One task's calls. Shared by its `CallMember` tool and its agent loop.
+pub struct Calls {
+    spec: CallsSpec,
+    state: Mutex<Vec<Entry>>,
+    /// Bumped whenever an answer arrives.
+    version: watch::Sender<u64>,
+    /// Fires when the calling task has ended: offers and answer watchers stop.
+    ended: CancellationToken,
+}
+
+impl std::fmt::Debug for Calls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Calls")
+            .field("task_id", &self.spec.task_id)
+            .field("peers", &self.spec.peers)
+            .field("calls", &*self.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct Entry {
+    call_id: String,
+    member: String,
+    member_task_id: Option<String>,
+    answer: Option<Answer>,
+    delivered: bool,
+}
+
+impl Calls {
+    pub fn new(spec: CallsSpec) -> Arc<Calls> {
+        Arc::new(Calls {
+            spec,
+            state: Mutex::new(Vec::new()),
+            version: watch::Sender::new(0),
+            ended: CancellationToken::new(),
+        })
+    }
+
+    pub fn peers(&self) -> &Peers {
+        &self.spec.peers
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record(&self, event: Event) {
+        if let Some(trace) = &self.spec.trace
+            && let Err(e) = trace.write(event)
+        {
+            tracing::warn!("{e}");
+        }
+    }
+
+    fn client<'a>(&'a self, member: &'a str, url: reqwest::Url) -> Option<DoorClient<'a>> {
+        Some(DoorClient {
+            client: &self.spec.peers.client,
+            member,
+            url,
+            token: self.spec.peers.token(member)?,
+            trust: self.spec.trust,
+        })
+    }
+
+    /// One call-member call: refused before any connection for a member it may not
+    /// call; otherwise a SendMessage at the member's door. Returns as soon as the
+    /// door holds the task, or at once when the member is busy (the offers then go
+    /// on in the background).
+    pub async fn call(self: &Arc<Self>, call_id: &str, member: &str, task: &str) -> ToolOutput {
+        let peers = &self.spec.peers;
+        if !peers.may_call(member) {
+            return ToolOutput::error(peers.not_callable(member).to_string());
+        }
+        if self.ended.is_cancelled() {
+            return ToolOutput::error("the calling task has ended; the call was not made");
+        }
+        let url = match peers.door(member).await {
+            Ok(u) => u,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        if let Err(e) = peers.check_reach(member, &url) {
+            return ToolOutput::error(e.to_string());
+        }
+        let Some(door) = self.client(member, url.clone()) else {
+            return ToolOutput::error(peers.not_callable(member).to_string());
+        };
+        match door.send(task).await {
+            Ok(Sent::Taken(id)) => {
+                self.record(Event::MemberCall {
+                    task_id: self.spec.task_id.clone(),
+                    call_id: call_id.to_string(),
+                    member: member.to_string(),
+                    member_task_id: Some(id.clone()),
+                    text: task.to_string(),
+                });
+                let idx = self.push(call_id, member, Some(id.clone()));
+                let me = self.clone();
+                let member = member.to_string();
+                tokio::spawn(async move { me.watch(idx, &member, url, id).await });
+                ToolOutput::ok(format!(
+                    "{} holds the task. Its answer comes back into this task, fenced under \
+                     member:{}, when your turn ends.",
+                    door.member, door.member
+                ))
+            }
+            Ok(Sent::Busy) => {
+                let deadline = self.deadline();
+                let first = self.spec.config.offer_first;
+                self.record(Event::MemberOffer {
+                    task_id: self.spec.task_id.clone(),
+                    call_id: call_id.to_string(),
+                    member: member.to_string(),
+                    offer: 1,
+                    retry_in_ms: (Instant::now() + first < deadline)
+                        .then_some(first.as_millis() as u64),
+                });
+                let idx = self.push(call_id, member, None);
+                let me = self.clone();
+                let (member_s, task_s) = (member.to_string(), task.to_string());
+                tokio::spawn(async move { me.offer(idx, &member_s, &task_s, url, deadline).await });
+                ToolOutput::ok(format!(
+                    "{member} is busy: it already holds every task it takes at once. The runtime \
+                     keeps offering it the task until it takes it or the call's deadline passes \
+                     (in {}s); either way its answer comes back into this task, fenced under \
+                     member:{member}, when your turn ends.",
+                    deadline.saturating_duration_since(Instant::now()).as_secs()
+                ))
+            }
+            Err(e) => ToolOutput::error(e.to_string()),
+        }
+    }
+
+    /// When offering stops: the call's deadline, or the session's if sooner.
+    fn deadline(&self) -> Instant {
+        let own = Instant::now() + self.spec.config.deadline;
+        match self.spec.session_deadline {
+            Some(d) if d < own => d,
+            _ => own,
+        }
+    }
+
+    fn push(&self, call_id: &str, member: &str, member_task_id: Option<String>) -> usize {
+        let mut st = self.lock();
+        st.push(Entry {
+            call_id: call_id.to_string(),
+            member: member.to_string(),
+            member_task_id,
+            answer: None,
+            delivered: false,
+        });
+        st.len() - 1
+    }
+
+    /// Settles call `idx` with its answer (the first settlement wins).
+    fn settle(&self, idx: usize, state: TaskState, text: String) {
+        let answer = {
+            let mut st = self.lock();
+            let Some(entry) = st.get_mut(idx) else { return };
+            if entry.answer.is_some() {
+                return;
+            }
+            let answer = Answer {
+                call_id: entry.call_id.clone(),
+                member: entry.member.clone(),
+                member_task_id: entry.member_task_id.clone(),
+                state,
+                text,
+            };
+            entry.answer = Some(answer.clone());
+            answer
+        };
+        self.record(Event::MemberAnswer {
+            task_id: self.spec.task_id.clone(),
+            call_id: answer.call_id,
+            member: answer.member,
+            member_task_id: answer.member_task_id,
+            state: answer.state,
+            text: answer.text,
+        });
+        self.version.send_modify(|v| *v += 1);
+    }
+
+    /// Follows a task the member took until it ends, and settles the call with it.
+    async fn watch(self: Arc<Self>, idx: usize, member: &str, url: reqwest::Url, id: String) {
+        let Some(door) = self.client(member, url) else {
+            return;
+        };
+        let result = tokio::select! {
+            r = door.wait_end(&id) => r,
+            () = self.ended.cancelled() => return,
+        };
+        match result {
+            Ok(task) if task.status.state.is_interrupted() => {
+                // call-member has no way to reply: free the member, and say why.
+                let question = answer_text(&task);
+                let _ = door.cancel(&id).await;
+                self.settle(
+                    idx,
+                    TaskState::Canceled,
+                    format!(
+                        "{member} asked for input, which call-member cannot give, so its task was \
+                         canceled. Its question: {question}\nCall it again with the task stated \
+                         in full, answering the question."
+                    ),
+                );
+            }
+            Ok(task) => self.settle(idx, state(task.status.state), answer_text(&task)),
+            Err(e) => self.settle(
+                idx,
+                TaskState::Failed,
+                format!("the answer could not be read: {e}"),
+            ),
+        }
+    }
+
+    /// Offers the task to a busy member again, with backoff, until it takes it, the
+    /// deadline passes, or the calling task ends.
+    async fn offer(
+        self: Arc<Self>,
+        idx: usize,
+        member: &str,
+        task: &str,
+        url: reqwest::Url,
+        deadline: Instant,
+    ) {
+        let Some(door) = self.client(member, url.clone()) else {
+            return;
+        };
+        let config = &self.spec.config;
+        let mut pause = config.offer_first;
+        let mut offers: u32 = 1;
+        loop {
+            let wake = (Instant::now() + pause).min(deadline);
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => {}
+                () = self.ended.cancelled() => return,
+            }
+            if Instant::now() >= deadline {
+                let waited = config.deadline.as_secs_f32();
+                self.settle(
+                    idx,
+                    TaskState::Failed,
+                    format!(
+                        "{member} was still busy when the call's deadline passed ({offers} offers \
+                         over {waited}s, or until the session's deadline); it never took the task"
+                    ),
+                );
+                return;
+            }
+            offers += 1;
+            // Not raced against `ended`: an offer on the wire finishes, so a task the
+            // member takes just after the calling task ended is known, and canceled.
+            match door.send(task).await {
+                Ok(Sent::Taken(id)) => {
+                    self.record(Event::MemberCall {
+                        task_id: self.spec.task_id.clone(),
+                        call_id: self.call_id(idx),
+                        member: member.to_string(),
+                        member_task_id: Some(id.clone()),
+                        text: task.to_string(),
+                    });
+                    if let Some(e) = self.lock().get_mut(idx) {
+                        e.member_task_id = Some(id.clone());
+                    }
+                    if self.ended.is_cancelled() {
+                        let _ = door.cancel(&id).await;
+                        self.settle(
+                            idx,
+                            TaskState::Canceled,
+                            format!(
+                                "{member} took the task just after the calling task ended; the \
+                                 runtime canceled it"
+                            ),
+                        );
+                        return;
+                    }
+                    drop(door);
+                    return self.watch(idx, member, url, id).await;
+                }
+                Ok(Sent::Busy) => {
+                    pause = (pause * 2).min(config.offer_max);
+                    self.record(Event::MemberOffer {
+                        task_id: self.spec.task_id.clone(),
+                        call_id: self.call_id(idx),
+                        member: member.to_string(),
+                        offer: offers,
+                        retry_in_ms: (Instant::now() + pause < deadline)
+                            .then_some(pause.as_millis() as u64),
+                    });
+                }
+                Err(e) => {
+                    self.settle(idx, TaskState::Failed, e.to_string());
+                    return;
+                }
+            }
+        }
+    }
+
+    fn call_id(&self, idx: usize) -> String {
+        self.lock()
+            .get(idx)
+            .map(|e| e.call_id.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether an answer is still owed to the task (a call it has not been given the
+    /// answer of).
+    pub fn owed(&self) -> bool {
+        self.lock().iter().any(|e| !e.delivered)
+    }
+
+    /// Waits for the answer to every call not yet answered into the task, and returns
+    /// them in the order the calls were made (each once). Returns what has arrived
+    /// when `cancel` fires or the task has ended.
+    pub async fn wait_all(&self, cancel: &CancellationToken) -> Vec<Answer> {
+        let mut rx = self.version.subscribe();
+        loop {
+            let stop = cancel.is_cancelled() || self.ended.is_cancelled();
+            {
+                let mut st = self.lock();
+                let complete = st.iter().all(|e| e.delivered || e.answer.is_some());
+                if complete || stop {
+                    return st
+                        .iter_mut()
+                        .filter(|e| !e.delivered)
+                        .filter_map(|e| {
+                            let answer = e.answer.clone()?;
+                            e.delivered = true;
+                            Some(answer)
+                        })
+                        .collect();
+                }
+            }
+            tokio::select! {
+                _ = rx.changed() => {}
+                () = cancel.cancelled() => {}
+                () = self.ended.cancelled() => {}
+            }
+        }
+    }
+
+    /// The calling task ended: stop offering and following. A task a busy member
+    /// takes from an offer already on the wire is canceled.
+    pub fn end(&self) {
+        self.ended.cancel();
+    }
+
+    /// The calling task was canceled: [`Calls::end`], then CancelTask for every task a
+    /// member holds for it and has not answered (its live delegations).
+    pub async fn cancel_live(&self) {
+        self.end();
+        let live: Vec<(usize, String, String)> = self
+            .lock()
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.answer.is_none())
+            .filter_map(|(i, e)| Some((i, e.member.clone(), e.member_task_id.clone()?)))
+            .collect();
+        let cancels = live.iter().map(|(idx, member, id)| async move {
+            let Ok(url) = self.spec.peers.door(member).await else {
+                return;
+            };
+            if let Some(door) = self.client(member, url) {
+                let _ = door.cancel(id).await;
+            }
+            self.settle(
+                *idx,
+                TaskState::Canceled,
+                "canceled with the calling task: the runtime sent CancelTask".to_string(),
+            );
+        });
+        futures_util::future::join_all(cancels).await;
+    }
+}
+
+fn state(s: a2a::TaskState) -> TaskState {
+    match s {
+        a2a::TaskState::Completed => TaskState::Completed,
+        a2a::TaskState::Canceled => TaskState::Canceled,
+        a2a::TaskState::Rejected => TaskState::Rejected,
+        a2a::TaskState::InputRequired => TaskState::InputRequired,
+        a2a::TaskState::AuthRequired => TaskState::AuthRequired,
+        a2a::TaskState::Submitted => TaskState::Submitted,
+        a2a::TaskState::Working => TaskState::Working,
+        a2a::TaskState::Failed | a2a::TaskState::Unspecified => TaskState::Failed,
+    }
+}
+
+impl TurnEnd for Calls {
+    fn continuation<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            if !self.owed() {
+                return None;
+            }
+            let answers = self.wait_all(cancel).await;
+            (!answers.is_empty()).then(|| fence::render(&answers))
+        })
+    }
+
+    fn task_ended(&self, canceled: bool) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if canceled {
+                self.cancel_live().await;
+            } else {
+                self.end();
+            }
+        })
+    }
+}

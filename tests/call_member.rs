@@ -1,0 +1,496 @@
+//! call-member on real doors (127.0.0.1) with formation tokens from a real key:
+//! the spec's "Giving a member work", "How reachability is enforced" and "What a
+//! member's components are handed".
+
+mod call_member_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use call_member_support::*;
+use mur::agent::{Message, Outcome, ToolCall};
+use mur::call_member::{CallConfig, CallMember, Trust, fence};
+use mur::credential::FormationKey;
+use mur::door::Acceptance;
+use mur::trace::{Event, TaskState};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+fn fast() -> CallConfig {
+    CallConfig {
+        deadline: Duration::from_secs(30),
+        offer_first: Duration::from_millis(20),
+        offer_max: Duration::from_millis(100),
+    }
+}
+
+fn tool_call(id: &str, member: &str, task: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: "call-member".into(),
+        arguments: json!({"member": member, "task": task}),
+    }
+}
+
+/// entry → a → b, every member on the built-in model: b plans, a answers from b's
+/// plan, entry answers from a's answer, and each answer comes back fenced.
+#[tokio::test]
+async fn a_three_member_chain_answers_back_fenced() {
+    let key = FormationKey::mint().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (b_door, b_work) = door(&key, "b", Acceptance::Single).await;
+    let (a_door, a_work) = door(&key, "a", Acceptance::Single).await;
+    let b_trace = trace(dir.path(), "b");
+    let a_trace = trace(dir.path(), "a");
+    tokio::spawn(agent_runner(b_work, None, b_trace.clone()));
+    let a_peers = peers(&key, "a", &[("b", &b_door.url())], &["localhost"]);
+    tokio::spawn(agent_runner(a_work, Some(a_peers), a_trace.clone()));
+
+    let entry_trace = trace(dir.path(), "entry");
+    let entry_peers = peers(&key, "entry", &[("a", &a_door.url())], &["localhost"]);
+    let calls = calls("t1", entry_peers.clone(), Some(entry_trace.clone()), fast());
+    let mut agent = agent("t1", 8, Some(calls.clone()), Some(entry_trace.clone()));
+    let outcome = agent.send("Build the parser.", &cancel()).await;
+
+    let Outcome::Completed {
+        message: Some(answer),
+        ..
+    } = outcome
+    else {
+        panic!("entry did not complete: {outcome:?}")
+    };
+    // The entry member continued once with a's answer, fenced under member:a …
+    let continuation = agent
+        .conversation()
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::User { text } => fence::parse(text),
+            _ => None,
+        })
+        .expect("an answers message");
+    assert_eq!(continuation.len(), 1);
+    assert_eq!(continuation[0].member, "a");
+    assert_eq!(continuation[0].state, "completed");
+    // … and a's answer quotes b's plan, which came back into a's task fenced under member:b.
+    assert!(
+        continuation[0].body.contains("b answered:"),
+        "{}",
+        continuation[0].body
+    );
+    assert!(
+        continuation[0]
+            .body
+            .contains("> Plan for: Build the parser."),
+        "{}",
+        continuation[0].body
+    );
+    assert!(
+        answer.starts_with("Answers for: Build the parser.\n\na answered:\n"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("> > Plan for: Build the parser."),
+        "{answer}"
+    );
+
+    // Traces: each side names the other.
+    let b_records = records(&b_trace);
+    assert!(b_records.iter().any(|r| matches!(&r.event,
+        Event::A2aTaskReceived { credential, .. } if credential == "member:a")));
+    let a_records = records(&a_trace);
+    assert!(a_records.iter().any(|r| matches!(&r.event,
+        Event::A2aTaskReceived { credential, .. } if credential == "member:entry")));
+    let b_answer = a_records.iter().find_map(|r| match &r.event {
+        Event::MemberAnswer {
+            member,
+            state,
+            text,
+            member_task_id,
+            ..
+        } if member == "b" => Some((*state, text.clone(), member_task_id.clone())),
+        _ => None,
+    });
+    let (state, text, b_task) = b_answer.expect("a's trace has b's answer");
+    assert_eq!(state, TaskState::Completed);
+    assert!(text.starts_with("Plan for: Build the parser."), "{text}");
+    assert!(a_records.iter().any(|r| matches!(&r.event,
+        Event::MemberCall { member, member_task_id, .. } if member == "b" && *member_task_id == b_task)));
+    let entry_records = records(&entry_trace);
+    let kinds: Vec<&str> = entry_records.iter().map(|r| r.event.kind()).collect();
+    let call_at = kinds
+        .iter()
+        .position(|k| *k == "member_call")
+        .expect("member_call");
+    let answer_at = kinds
+        .iter()
+        .position(|k| *k == "member_answer")
+        .expect("member_answer");
+    assert!(call_at < answer_at, "{kinds:?}");
+
+    // No token anywhere: traces, conversation, Debug output.
+    for t in [&entry_trace, &a_trace, &b_trace] {
+        assert_no_token("a trace", &std::fs::read_to_string(t.path()).unwrap());
+    }
+    assert_no_token("the conversation", &format!("{:?}", agent.conversation()));
+    assert_no_token("Debug of Peers", &format!("{entry_peers:?}"));
+    assert_no_token("Debug of Calls", &format!("{calls:?}"));
+}
+
+/// A busy member (single task acceptance, already working) is offered the task
+/// again until it takes it.
+#[tokio::test]
+async fn a_busy_member_takes_the_offered_task_once_free() {
+    let key = FormationKey::mint().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (coder, work) = door(&key, "coder", Acceptance::Single).await;
+    let gate = Arc::new(Semaphore::new(0));
+    tokio::spawn(hold_runner(work, gate.clone()));
+    operator_task(&coder.url(), "hold: the operator's own task").await;
+
+    let t = trace(dir.path(), "planner");
+    let calls = calls(
+        "t1",
+        peers(&key, "planner", &[("coder", &coder.url())], &["localhost"]),
+        Some(t.clone()),
+        fast(),
+    );
+    let tool = CallMember::new(calls.clone()).unwrap();
+    let out = mur::agent::Tool::call(&*tool, &tool_call("c1", "coder", "review it")).await;
+    assert!(!out.is_error, "{}", out.output);
+    assert!(out.output.starts_with("coder is busy"), "{}", out.output);
+    // Wait until a repeated offer was refused too, then free the member.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !records(&t)
+        .iter()
+        .any(|r| matches!(r.event, Event::MemberOffer { offer: 2, .. }))
+    {
+        assert!(tokio::time::Instant::now() < deadline, "no second offer");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    gate.add_permits(1);
+
+    let answers = calls.wait_all(&cancel()).await;
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].member, "coder");
+    assert_eq!(answers[0].state, TaskState::Completed);
+    assert_eq!(answers[0].text, "done: review it");
+    let id = answers[0]
+        .member_task_id
+        .clone()
+        .expect("the member took it");
+    let rec = records(&t);
+    assert!(
+        rec.iter().any(|r| matches!(&r.event,
+        Event::MemberCall { member_task_id: Some(m), call_id, .. } if *m == id && call_id == "c1"))
+    );
+    let offers = rec
+        .iter()
+        .filter(|r| matches!(r.event, Event::MemberOffer { .. }))
+        .count();
+    assert!(offers >= 2, "{offers}");
+    assert!(!calls.owed());
+}
+
+/// A member that stays busy past the call's deadline: the answer says so.
+#[tokio::test]
+async fn a_call_past_its_deadline_fails() {
+    let key = FormationKey::mint().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (coder, work) = door(&key, "coder", Acceptance::Single).await;
+    let gate = Arc::new(Semaphore::new(0));
+    tokio::spawn(hold_runner(work, gate.clone()));
+    operator_task(&coder.url(), "hold").await;
+
+    let t = trace(dir.path(), "planner");
+    let config = CallConfig {
+        deadline: Duration::from_millis(300),
+        ..fast()
+    };
+    let calls = calls(
+        "t1",
+        peers(&key, "planner", &[("coder", &coder.url())], &["localhost"]),
+        Some(t.clone()),
+        config,
+    );
+    let out = calls.call("c1", "coder", "review it").await;
+    assert!(out.output.starts_with("coder is busy"), "{}", out.output);
+    let answers = calls.wait_all(&cancel()).await;
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].state, TaskState::Failed);
+    assert_eq!(answers[0].member_task_id, None);
+    assert!(
+        answers[0]
+            .text
+            .contains("still busy when the call's deadline passed"),
+        "{}",
+        answers[0].text
+    );
+    let rec = records(&t);
+    let last_offer = rec.iter().rev().find_map(|r| match &r.event {
+        Event::MemberOffer { retry_in_ms, .. } => Some(*retry_in_ms),
+        _ => None,
+    });
+    assert_eq!(last_offer, Some(None), "the last offer says none follows");
+    assert!(rec.iter().any(|r| matches!(
+        &r.event,
+        Event::MemberAnswer {
+            state: TaskState::Failed,
+            member_task_id: None,
+            ..
+        }
+    )));
+    // The member never got the task.
+    assert_eq!(coder.store().live(), 1);
+}
+
+/// A member presenting a token issued for another member's door is refused at that
+/// door with the spec's 403 not_permitted.
+#[tokio::test]
+async fn a_token_for_another_door_is_refused_with_403() {
+    let key = FormationKey::mint().unwrap();
+    let (reviewer, work) = door(&key, "reviewer", Acceptance::Single).await;
+    tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
+    // planner holds a token for coder only; file it under reviewer's door.
+    let token = mur::channel::Secret::new(key.issue("planner", "coder").expose().into());
+    let p =
+        mur::call_member::Peers::new(vec![("reviewer".into(), token)], vec!["localhost".into()]);
+    p.add_doors([("reviewer".to_string(), reviewer.url())].into());
+    let calls = calls("t1", Arc::new(p), None, fast());
+    let out = calls.call("c1", "reviewer", "review it").await;
+    assert!(out.is_error);
+    assert!(
+        out.output
+            .starts_with("reviewer's door refused the call: HTTP 403 not_permitted: "),
+        "{}",
+        out.output
+    );
+    assert!(out.output.contains("planner"), "{}", out.output);
+    assert_no_token("the tool output", &out.output);
+    assert_eq!(reviewer.store().live(), 0, "nothing was started");
+}
+
+/// A member it may not call and a name that is no member get the same refusal, with
+/// no connection made.
+#[tokio::test]
+async fn members_it_may_not_call_are_refused_before_connecting() {
+    let key = FormationKey::mint().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let p = peers(&key, "planner", &[("coder", &url)], &["localhost"]);
+    let calls = calls("t1", p.clone(), None, fast());
+    let not_callee = calls.call("c1", "reviewer", "x").await;
+    let nobody = calls.call("c2", "nobody", "x").await;
+    assert!(not_callee.is_error && nobody.is_error);
+    assert_eq!(
+        not_callee.output,
+        "there is no member `reviewer` you may call; you may call: coder"
+    );
+    assert_eq!(
+        nobody.output.replace("nobody", "reviewer"),
+        not_callee.output
+    );
+
+    // The same through a virtual address.
+    let mut headers = HeaderMap::new();
+    let a = p
+        .route(
+            "http://reviewer.formation.invalid/",
+            &mut headers,
+            &["localhost".into()],
+            Trust::Untrusted,
+        )
+        .await;
+    let b = p
+        .route(
+            "http://nobody.formation.invalid/x",
+            &mut headers,
+            &["localhost".into()],
+            Trust::Untrusted,
+        )
+        .await;
+    let (a, b) = (a.unwrap_err().to_string(), b.unwrap_err().to_string());
+    assert_eq!(a.replace("reviewer", "X"), b.replace("nobody", "X"));
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a connection was opened"
+    );
+}
+
+/// A virtual address goes to the real door with the runtime's token and stamp, and
+/// nothing the component set in their place.
+#[tokio::test]
+async fn a_virtual_address_is_routed_to_the_real_door() {
+    let key = FormationKey::mint().unwrap();
+    let p = peers(
+        &key,
+        "planner",
+        &[("coder", "http://127.0.0.1:4711/")],
+        &["localhost"],
+    );
+    assert_eq!(
+        p.peers_env().as_deref(),
+        Some("coder=http://coder.formation.invalid")
+    );
+    let mut headers = HeaderMap::new();
+    headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer forged"));
+    headers.insert("x-murmur-task-trust", HeaderValue::from_static("trusted"));
+    headers.insert("x-other", HeaderValue::from_static("kept"));
+    let real = p
+        .route(
+            "http://coder.formation.invalid/a/b?c=d",
+            &mut headers,
+            &["localhost".into()],
+            Trust::Untrusted,
+        )
+        .await
+        .unwrap()
+        .expect("virtual");
+    assert_eq!(real.as_str(), "http://127.0.0.1:4711/a/b?c=d");
+    let auth = headers.get(AUTHORIZATION).unwrap().to_str().unwrap();
+    assert_eq!(
+        auth,
+        format!("Bearer {}", key.issue("planner", "coder").expose())
+    );
+    assert!(headers.get(AUTHORIZATION).unwrap().is_sensitive());
+    assert_eq!(headers["x-murmur-task-origin"], "peer");
+    assert_eq!(headers["x-murmur-task-trust"], "untrusted");
+    assert_eq!(headers["x-other"], "kept");
+    // Other hosts are not the runtime's to route.
+    assert_eq!(
+        p.route(
+            "http://example.com/",
+            &mut HeaderMap::new(),
+            &[],
+            Trust::Trusted
+        )
+        .await
+        .unwrap(),
+        None
+    );
+    // A component whose allow list does not reach localhost cannot call.
+    let err = p
+        .route(
+            "http://coder.formation.invalid/",
+            &mut HeaderMap::new(),
+            &["api.example.com".into()],
+            Trust::Trusted,
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("W-RUN-008"), "{err}");
+    assert_no_token("the error", &err.to_string());
+    assert_no_token("Debug of Peers", &format!("{p:?}"));
+}
+
+/// W-RUN-008 at launch, and every call then fails before connecting.
+#[tokio::test]
+async fn a_member_without_localhost_is_warned_and_its_calls_fail() {
+    let key = FormationKey::mint().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let p = peers(&key, "planner", &[("coder", &url)], &["api.example.com"]);
+    let w = p.network_warning("planner").expect("W-RUN-008");
+    assert_eq!(w.code.to_string(), "W-RUN-008");
+    let out = calls("t1", p, None, fast()).call("c1", "coder", "x").await;
+    assert!(out.is_error);
+    assert!(
+        out.output
+            .contains("capabilities.network.allow does not reach coder's door"),
+        "{}",
+        out.output
+    );
+    assert!(matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+}
+
+/// A door URL that has not arrived is waited for, and a call made meanwhile goes out
+/// once it does.
+#[tokio::test]
+async fn a_door_url_arriving_late_is_waited_for() {
+    let key = FormationKey::mint().unwrap();
+    let (coder, work) = door(&key, "coder", Acceptance::Single).await;
+    tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
+    let token = mur::channel::Secret::new(key.issue("planner", "coder").expose().into());
+    let p = Arc::new(mur::call_member::Peers::new(
+        vec![("coder".into(), token)],
+        vec!["localhost".into()],
+    ));
+    let calls = calls("t1", p.clone(), None, fast());
+    let pending = tokio::spawn({
+        let calls = calls.clone();
+        async move { calls.call("c1", "coder", "write it").await }
+    });
+    p.add_doors([("coder".to_string(), coder.url())].into());
+    let out = pending.await.unwrap();
+    assert!(!out.is_error, "{}", out.output);
+    let answers = calls.wait_all(&cancel()).await;
+    assert_eq!(answers[0].text, "done: write it");
+
+    // Never arriving: a clear error after the wait.
+    let token = mur::channel::Secret::new(key.issue("planner", "coder").expose().into());
+    let p = mur::call_member::Peers::new(vec![("coder".into(), token)], vec!["localhost".into()])
+        .with_door_wait(Duration::from_millis(50));
+    let out = calls_for(p).call("c1", "coder", "x").await;
+    assert_eq!(
+        out.output,
+        "coder's door address did not arrive within 0.05s; the call was not made"
+    );
+}
+
+fn calls_for(p: mur::call_member::Peers) -> Arc<mur::call_member::Calls> {
+    calls("t1", Arc::new(p), None, fast())
+}
+
+/// Canceling the calling task cancels the tasks its calls started.
+#[tokio::test]
+async fn canceling_the_calling_task_cancels_its_live_delegations() {
+    let key = FormationKey::mint().unwrap();
+    let (coder, work) = door(&key, "coder", Acceptance::Single).await;
+    tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
+    let calls = calls(
+        "t1",
+        peers(&key, "planner", &[("coder", &coder.url())], &["localhost"]),
+        None,
+        fast(),
+    );
+    let out = calls.call("c1", "coder", "hold it").await;
+    assert!(
+        out.output.starts_with("coder holds the task"),
+        "{}",
+        out.output
+    );
+    calls.cancel_live().await;
+    let tasks = coder.store();
+    assert_eq!(tasks.live(), 0);
+}
+
+/// With no turn left the task does not wait for its answers.
+#[tokio::test]
+async fn a_task_with_no_turn_left_does_not_wait() {
+    let key = FormationKey::mint().unwrap();
+    let (coder, work) = door(&key, "coder", Acceptance::Single).await;
+    let gate = Arc::new(Semaphore::new(0));
+    tokio::spawn(hold_runner(work, gate.clone()));
+    let calls = calls(
+        "t1",
+        peers(&key, "planner", &[("coder", &coder.url())], &["localhost"]),
+        None,
+        fast(),
+    );
+    // Turn 1 calls coder (which holds the task until released), turn 2 answers: no turn left.
+    let mut agent = agent("t1", 2, Some(calls.clone()), None);
+    let outcome = agent.send("hold and build", &cancel()).await;
+    let Outcome::Completed {
+        message: Some(text),
+        ..
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert!(text.contains("coder holds the task"), "{text}");
+    assert!(calls.owed(), "the answer was never taken");
+    gate.add_permits(1);
+}

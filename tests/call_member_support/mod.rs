@@ -1,0 +1,194 @@
+//! Real doors on 127.0.0.1 for the call-member tests: a formation key as the launcher
+//! holds it, doors that run each task through the agent loop (built-in model, with
+//! call-member when the member may call someone), or hold tasks until released.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use mur::agent::{Agent, AgentSpec, Outcome, Tool, TransportConfig, transport};
+use mur::call_member::{CallConfig, CallMember, Calls, CallsSpec, Peers, Trust};
+use mur::channel::Secret;
+use mur::credential::FormationKey;
+use mur::door::{Acceptance, Door, DoorConfig, FormationMember, WorkReceiver};
+use mur::trace::{Event, Record, TraceWriter};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+pub const OPERATOR: &str = "operator-token-0123456789";
+
+/// A door for member `name` of the formation `key` signs for.
+pub async fn door(key: &FormationKey, name: &str, acceptance: Acceptance) -> (Door, WorkReceiver) {
+    let mut config = DoorConfig::new(format!("ses_{name}"), OPERATOR);
+    config.public = false;
+    config.accept_peer_tasks = true;
+    config.formation = Some(FormationMember {
+        verify_key: key.verify_key(),
+        member: name.into(),
+    });
+    config.acceptance = acceptance;
+    Door::start(config).await.expect("door starts")
+}
+
+/// `from`'s callees, with tokens the key issued for each edge and the doors known.
+pub fn peers(
+    key: &FormationKey,
+    from: &str,
+    callees: &[(&str, &str)],
+    allow: &[&str],
+) -> Arc<Peers> {
+    let tokens = callees
+        .iter()
+        .map(|(to, _)| {
+            (
+                to.to_string(),
+                Secret::new(key.issue(from, to).expose().into()),
+            )
+        })
+        .collect();
+    let p = Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect());
+    p.add_doors(
+        callees
+            .iter()
+            .map(|(to, url)| (to.to_string(), url.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+    );
+    Arc::new(p)
+}
+
+pub fn trace(dir: &Path, name: &str) -> Arc<TraceWriter> {
+    Arc::new(TraceWriter::create(&dir.join(format!("{name}.jsonl"))).unwrap())
+}
+
+pub fn records(trace: &TraceWriter) -> Vec<Record> {
+    mur::trace::read(trace.path()).unwrap().records
+}
+
+pub fn calls(
+    task_id: &str,
+    peers: Arc<Peers>,
+    trace: Option<Arc<TraceWriter>>,
+    config: CallConfig,
+) -> Arc<Calls> {
+    Calls::new(CallsSpec {
+        task_id: task_id.into(),
+        peers,
+        trace,
+        trust: Trust::Trusted,
+        config,
+        session_deadline: None,
+    })
+}
+
+/// An agent on the built-in model, with call-member when `calls` lets it call someone.
+pub fn agent(
+    task_id: &str,
+    max_turns: u32,
+    calls: Option<Arc<Calls>>,
+    trace: Option<Arc<TraceWriter>>,
+) -> Agent {
+    let tools: Vec<Arc<dyn Tool>> = calls
+        .as_ref()
+        .and_then(|c| CallMember::new(c.clone()))
+        .map(|t| vec![t as Arc<dyn Tool>])
+        .unwrap_or_default();
+    let agent = Agent::new(AgentSpec {
+        task_id: task_id.into(),
+        system: String::new(),
+        max_turns,
+        tools,
+        transport: transport(&TransportConfig::Builtin).unwrap(),
+        trace,
+    });
+    match calls {
+        Some(c) => agent.with_turn_end(c),
+        None => agent,
+    }
+}
+
+/// Runs each task at the door as a session does: the agent loop, call-member when
+/// `peers` lets the member call someone, every record in `trace`.
+pub async fn agent_runner(
+    mut work: WorkReceiver,
+    peers: Option<Arc<Peers>>,
+    trace: Arc<TraceWriter>,
+) {
+    while let Some(w) = work.next().await {
+        let text = w.message.text_content();
+        trace
+            .write(Event::A2aTaskReceived {
+                task_id: w.task_id.clone(),
+                context_id: None,
+                credential: w.caller.to_string(),
+                text: Some(text.clone()),
+            })
+            .unwrap();
+        let _ = w.handle.working();
+        let calls = peers
+            .clone()
+            .map(|p| calls(&w.task_id, p, Some(trace.clone()), CallConfig::default()));
+        let mut agent = agent(&w.task_id, 8, calls, Some(trace.clone()));
+        match agent.send(&text, &w.cancel).await {
+            Outcome::Completed { message, .. } => {
+                let _ = w.handle.complete(message.unwrap_or_default());
+            }
+            Outcome::Failed { reason } => {
+                let _ = w.handle.fail(reason);
+            }
+            other => {
+                let _ = w.handle.fail(format!("{other:?}"));
+            }
+        }
+    }
+}
+
+/// One task at a time: `hold…` waits for a gate permit (or cancellation); every task
+/// completes with `done: <text>`.
+pub async fn hold_runner(mut work: WorkReceiver, gate: Arc<Semaphore>) {
+    while let Some(w) = work.next().await {
+        let text = w.message.text_content();
+        let _ = w.handle.working();
+        if text.starts_with("hold") {
+            tokio::select! {
+                p = gate.acquire() => p.expect("gate open").forget(),
+                _ = w.cancel.cancelled() => continue,
+            }
+        }
+        let _ = w.handle.complete(format!("done: {text}"));
+    }
+}
+
+/// Starts a task with the operator token; returns its id once the door holds it.
+pub async fn operator_task(url: &str, text: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {"returnImmediately": true}}});
+    let v: Value = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(OPERATOR)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["result"]["task"]["id"]
+        .as_str()
+        .expect("task id")
+        .to_string()
+}
+
+/// Fails if `text` holds a formation token.
+pub fn assert_no_token(what: &str, text: &str) {
+    assert!(
+        !text.contains("mft1."),
+        "a token leaked into {what}: {text}"
+    );
+}
+
+pub fn cancel() -> CancellationToken {
+    CancellationToken::new()
+}
