@@ -494,3 +494,107 @@ async fn a_task_with_no_turn_left_does_not_wait() {
     assert!(calls.owed(), "the answer was never taken");
     gate.add_permits(1);
 }
+
+/// A member that takes an offered task just after the calling task ended gets
+/// CancelTask for it. The door here is a real HTTP server on 127.0.0.1 that answers
+/// the first offer busy and holds the second on the wire until the test lets it go,
+/// so "just after" is exact rather than a race.
+#[tokio::test]
+async fn a_task_taken_just_after_the_caller_ended_is_canceled() {
+    use axum::Router;
+    use axum::extract::State;
+    use axum::http::HeaderMap as Headers;
+    use axum::routing::post;
+    use serde_json::Value;
+    use tokio::sync::{Notify, watch};
+
+    #[derive(Clone)]
+    struct Door {
+        sends: Arc<std::sync::atomic::AtomicUsize>,
+        second_on_wire: Arc<Notify>,
+        release: Arc<Notify>,
+        canceled: watch::Sender<Vec<(String, String)>>,
+    }
+    async fn rpc(State(d): State<Door>, headers: Headers, body: String) -> String {
+        let req: Value = serde_json::from_str(&body).unwrap();
+        let auth = headers["authorization"].to_str().unwrap().to_string();
+        match req["method"].as_str().unwrap() {
+            "SendMessage" => {
+                let n = d.sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n == 0 {
+                    return json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32050, "message": "Member busy"}}).to_string();
+                }
+                d.second_on_wire.notify_one();
+                d.release.notified().await;
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"task": {"id": "late-1", "contextId": "c",
+                    "status": {"state": "TASK_STATE_SUBMITTED"}}}})
+                .to_string()
+            }
+            "CancelTask" => {
+                let id = req["params"]["id"].as_str().unwrap().to_string();
+                d.canceled.send_modify(|v| v.push((id, auth)));
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"id": "late-1", "contextId": "c",
+                    "status": {"state": "TASK_STATE_CANCELED"}}})
+                .to_string()
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    let state = Door {
+        sends: Default::default(),
+        second_on_wire: Arc::new(Notify::new()),
+        release: Arc::new(Notify::new()),
+        canceled: watch::Sender::new(Vec::new()),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/", post(rpc))
+        .with_state(state.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let key = FormationKey::mint().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), "planner");
+    let calls = calls(
+        "t1",
+        peers(&key, "planner", &[("coder", &url)], &["localhost"]),
+        Some(t.clone()),
+        fast(),
+    );
+    let out = calls.call("c1", "coder", "review it").await;
+    assert!(out.output.starts_with("coder is busy"), "{}", out.output);
+    state.second_on_wire.notified().await;
+    calls.end(); // the calling task ends while the second offer is on the wire
+    state.release.notify_one();
+    let mut rx = state.canceled.subscribe();
+    let canceled = tokio::time::timeout(Duration::from_secs(20), rx.wait_for(|v| !v.is_empty()))
+        .await
+        .expect("CancelTask sent")
+        .unwrap()
+        .clone();
+    assert_eq!(canceled[0].0, "late-1");
+    assert_eq!(
+        canceled[0].1,
+        format!("Bearer {}", key.issue("planner", "coder").expose())
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let rec = records(&t);
+        if let Some(text) = rec.iter().find_map(|r| match &r.event {
+            Event::MemberAnswer {
+                state: TaskState::Canceled,
+                member_task_id: Some(id),
+                text,
+                ..
+            } if id == "late-1" => Some(text.clone()),
+            _ => None,
+        }) {
+            assert!(text.contains("just after the calling task ended"), "{text}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no member_answer");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_no_token("the trace", &std::fs::read_to_string(t.path()).unwrap());
+}

@@ -315,4 +315,54 @@ mod tests {
              reviewer failed:\n> member busy\n"
         );
     }
+
+    #[test]
+    fn it_answers_from_the_members_answers_message() {
+        use crate::call_member::{Answer, fence};
+        use crate::trace::TaskState;
+        let tool = ToolSpec {
+            name: CALL_MEMBER.into(),
+            description: call_member_description(&["coder".into()]),
+            input_schema: call_member_schema(),
+        };
+        let answers = fence::render(&[
+            Answer {
+                call_id: "call_1".into(),
+                member: "coder".into(),
+                member_task_id: Some("t7".into()),
+                state: TaskState::Completed,
+                text: "Plan for: Build it.".into(),
+            },
+            Answer {
+                call_id: "call_2".into(),
+                member: "reviewer".into(),
+                member_task_id: None,
+                state: TaskState::Failed,
+                text: "still busy".into(),
+            },
+        ]);
+        let c = conv(
+            vec![tool],
+            vec![
+                user("Build it."),
+                Message::Assistant {
+                    text: Some("Answers for: Build it.".into()),
+                    tool_calls: vec![],
+                },
+                user(&answers),
+            ],
+        );
+        // It answers (no new calls), from the original task and the fenced answers.
+        assert_eq!(
+            reply(&c),
+            Reply::Answer {
+                text: Some(
+                    "Answers for: Build it.\n\ncoder answered:\n> Plan for: Build it.\n\n\
+                     reviewer failed:\n> still busy\n"
+                        .into()
+                ),
+                artifacts: vec![]
+            }
+        );
+    }
 }
