@@ -3,11 +3,13 @@
 //! The `mur` binary is a thin layer over this library: `cli` parses the command line
 //! and each concern of the roster schema lives in the module named after it.
 
+pub mod a2a;
 pub mod catalogue;
 pub mod channel;
 pub mod cli;
 pub mod credential;
 pub mod diag;
+pub mod door;
 pub mod explain;
 pub mod formation;
 pub mod lifeline;
