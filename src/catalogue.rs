@@ -180,6 +180,20 @@ catalogue! {
         "More members may call this member than its lifecycle holds tasks at once; calls may wait for it.",
         "Raise lifecycle.queue_depth to the number the warning names.";
 
+    // ---- E-REC: a session's records, trace and running record ---------------
+    E_REC_001 = "E-REC-001", "Records cannot be written",
+        "mur could not create or write a session's records directory under ~/.murmur/records/ (trace.jsonl, out/result.txt, MURMUR.md, home/, tmp/, logs/).",
+        "Check that ~/.murmur/records/ is yours, writable and not full; the message names the path.";
+    E_REC_002 = "E-REC-002", "Secret kept out of the trace",
+        "A trace record carried a formation token (`mft1.…`) or another secret the session holds; the writer refused the record instead of writing it.",
+        "This is a bug in mur or in a tool that echoed a credential: report it with the record type the message names.";
+    E_REC_003 = "E-REC-003", "Trace does not read",
+        "A line of trace.jsonl before its last is not a trace record.",
+        "The file was edited or two writers shared it; the message names the line. The records before it are intact.";
+    E_REC_004 = "E-REC-004", "Running record cannot be written",
+        "mur could not create, write or remove a session's record under ~/.murmur/running/.",
+        "Check that ~/.murmur/running/ is yours and writable; the message names the path.";
+
     // ---- E-RUN / W-RUN / W-SEC: sessions and formations -----------------------
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",

@@ -4,6 +4,7 @@
 //! and each concern of the roster schema lives in the module named after it.
 
 pub mod a2a;
+pub mod agent;
 pub mod catalogue;
 pub mod channel;
 pub mod cli;
@@ -18,10 +19,13 @@ pub mod manifest;
 pub mod pack;
 pub mod paths;
 pub mod readiness;
+pub mod records;
 pub mod retention;
+pub mod running;
 pub mod scaffold;
 pub mod store;
 pub mod timing;
+pub mod trace;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};

@@ -1,0 +1,291 @@
+//! `transport: builtin`: a deterministic offline model shipped in the binary, so a
+//! capsule runs with no key and no network. It reads only the conversation, so the
+//! same conversation always gets the same reply. docs/agent.md states its rules.
+
+use super::{
+    BoxFuture, CALL_MEMBER, CALLEES_LEAD, Conversation, Message, Reply, ToolCall, Transport,
+};
+
+/// The built-in model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Builtin;
+
+impl Transport for Builtin {
+    fn name(&self) -> &'static str {
+        "builtin"
+    }
+
+    fn turn<'a>(&'a mut self, c: &'a Conversation) -> BoxFuture<'a, Result<Reply, String>> {
+        Box::pin(async move { Ok(reply(c)) })
+    }
+}
+
+/// The built-in model's reply to a conversation.
+pub fn reply(c: &Conversation) -> Reply {
+    let start = c
+        .messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }));
+    let Some(start) = start else {
+        return Reply::Rejected {
+            reason: "there is no task".to_string(),
+        };
+    };
+    let task = match &c.messages[start] {
+        Message::User { text } => text.as_str(),
+        _ => "",
+    };
+    let since = &c.messages[start + 1..];
+    if task.trim().is_empty() {
+        return Reply::Rejected {
+            reason: "the task is empty".to_string(),
+        };
+    }
+    let answers: Vec<(&str, &str, bool)> = since
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                call_id,
+                output,
+                is_error,
+                ..
+            } => Some((call_id.as_str(), output.as_str(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    if !answers.is_empty() {
+        return Reply::Answer {
+            text: Some(summary(task, since, &answers)),
+            artifacts: Vec::new(),
+        };
+    }
+    let callees = callees(c);
+    if callees.is_empty() {
+        return Reply::Answer {
+            text: Some(plan(task)),
+            artifacts: Vec::new(),
+        };
+    }
+    let calls = callees
+        .iter()
+        .enumerate()
+        .map(|(i, member)| ToolCall {
+            id: format!("call_{}", i + 1),
+            name: CALL_MEMBER.to_string(),
+            arguments: serde_json::json!({"member": member, "task": task}),
+        })
+        .collect();
+    Reply::ToolCalls {
+        text: Some(format!("Asking {}.", callees.join(", "))),
+        calls,
+    }
+}
+
+/// The members named in call-member's description, when the tool is offered.
+fn callees(c: &Conversation) -> Vec<String> {
+    let Some(tool) = c.tools.iter().find(|t| t.name == CALL_MEMBER) else {
+        return Vec::new();
+    };
+    let Some(at) = tool.description.find(CALLEES_LEAD) else {
+        return Vec::new();
+    };
+    let list = tool.description[at + CALLEES_LEAD.len()..]
+        .lines()
+        .next()
+        .unwrap_or("");
+    list.trim()
+        .trim_end_matches('.')
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// "Plan for: <task>" and one numbered step per sentence of the task, then a check.
+pub fn plan(task: &str) -> String {
+    let mut out = format!("Plan for: {}\n", headline(task));
+    let steps = sentences(task);
+    let n = steps.len();
+    for (i, s) in steps.into_iter().enumerate() {
+        out.push_str(&format!("\n{}. {}", i + 1, s));
+    }
+    out.push_str(&format!(
+        "\n{}. Check the result against the task.\n",
+        n + 1
+    ));
+    out
+}
+
+/// Quotes every answer under the member it came from.
+fn summary(task: &str, since: &[Message], answers: &[(&str, &str, bool)]) -> String {
+    let mut out = format!("Answers for: {}\n", headline(task));
+    for (call_id, output, is_error) in answers {
+        let who = member_of(since, call_id).unwrap_or_else(|| (*call_id).to_string());
+        let verb = if *is_error { "failed" } else { "answered" };
+        out.push_str(&format!("\n{who} {verb}:\n"));
+        let body = if output.trim().is_empty() {
+            "(nothing)"
+        } else {
+            output.trim_end()
+        };
+        for line in body.lines() {
+            out.push_str(format!("> {line}").trim_end());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The member a call-member call went to, from the call's arguments.
+fn member_of(since: &[Message], call_id: &str) -> Option<String> {
+    since.iter().find_map(|m| match m {
+        Message::Assistant { tool_calls, .. } => {
+            tool_calls.iter().find(|c| c.id == call_id).map(|c| {
+                match c.arguments.get("member").and_then(|v| v.as_str()) {
+                    Some(member) => member.to_string(),
+                    None => c.name.clone(),
+                }
+            })
+        }
+        _ => None,
+    })
+}
+
+/// The task on one line, cut at 200 characters.
+fn headline(task: &str) -> String {
+    let line = task.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
+/// The task's sentences: ended by `.`, `!` or `?` before whitespace, or by a line
+/// break; each starts with a capital letter.
+fn sentences(task: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut chars = task.chars().peekable();
+    while let Some(ch) = chars.next() {
+        let ends = match ch {
+            '\n' => true,
+            '.' | '!' | '?' => chars.peek().is_none_or(|n| n.is_whitespace()),
+            _ => false,
+        };
+        if ch != '\n' {
+            current.push(ch);
+        }
+        if ends {
+            push_sentence(&mut out, &current);
+            current.clear();
+        }
+    }
+    push_sentence(&mut out, &current);
+    out
+}
+
+fn push_sentence(out: &mut Vec<String>, s: &str) {
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // A bullet the operator typed is not part of the step.
+    let s = s.trim_start_matches(['-', '*', '•']);
+    let s = s.trim();
+    if s.chars().any(char::is_alphanumeric) {
+        let mut chars = s.chars();
+        let first = chars.next().map(|c| c.to_uppercase().to_string());
+        out.push(format!("{}{}", first.unwrap_or_default(), chars.as_str()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{ToolSpec, call_member_description, call_member_schema};
+
+    fn conv(tools: Vec<ToolSpec>, messages: Vec<Message>) -> Conversation {
+        Conversation {
+            task_id: "t".into(),
+            system: String::new(),
+            tools,
+            messages,
+        }
+    }
+
+    fn user(text: &str) -> Message {
+        Message::User { text: text.into() }
+    }
+
+    #[test]
+    fn plan_numbers_the_sentences_of_the_task() {
+        let r = reply(&conv(
+            vec![],
+            vec![user("write a parser. test it!\n- ship v1.2 today")],
+        ));
+        assert_eq!(
+            r,
+            Reply::Answer {
+                text: Some(
+                    "Plan for: write a parser. test it! - ship v1.2 today\n\n\
+                     1. Write a parser.\n2. Test it!\n3. Ship v1.2 today\n\
+                     4. Check the result against the task.\n"
+                        .into()
+                ),
+                artifacts: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn an_empty_task_is_rejected() {
+        assert!(matches!(
+            reply(&conv(vec![], vec![user("  \n")])),
+            Reply::Rejected { .. }
+        ));
+    }
+
+    #[test]
+    fn with_call_member_it_asks_every_callee_then_quotes_the_answers() {
+        let tool = ToolSpec {
+            name: CALL_MEMBER.into(),
+            description: call_member_description(&["coder".into(), "reviewer".into()]),
+            input_schema: call_member_schema(),
+        };
+        let mut c = conv(vec![tool], vec![user("Build it.")]);
+        let Reply::ToolCalls { calls, .. } = reply(&c) else {
+            panic!("expected tool calls")
+        };
+        let members: Vec<_> = calls
+            .iter()
+            .map(|c| c.arguments["member"].clone())
+            .collect();
+        assert_eq!(members, ["coder", "reviewer"]);
+        assert!(calls.iter().all(|c| c.arguments["task"] == "Build it."));
+        c.messages.push(Message::Assistant {
+            text: None,
+            tool_calls: calls,
+        });
+        c.messages.push(Message::Tool {
+            call_id: "call_1".into(),
+            name: CALL_MEMBER.into(),
+            output: "done\nall tests pass".into(),
+            is_error: false,
+        });
+        c.messages.push(Message::Tool {
+            call_id: "call_2".into(),
+            name: CALL_MEMBER.into(),
+            output: "member busy".into(),
+            is_error: true,
+        });
+        let Reply::Answer {
+            text: Some(text), ..
+        } = reply(&c)
+        else {
+            panic!("expected an answer")
+        };
+        assert_eq!(
+            text,
+            "Answers for: Build it.\n\ncoder answered:\n> done\n> all tests pass\n\n\
+             reviewer failed:\n> member busy\n"
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! Which transport a capsule's agent uses, as plain data: the session turns
+//! `murmur.yaml`'s `agent.transport` into this, so the agent does not depend on the
+//! manifest's shape.
+
+use std::path::{Path, PathBuf};
+
+use super::Transport;
+use super::builtin::Builtin;
+use super::http::HttpTransport;
+use super::process::ProcessTransport;
+use crate::manifest;
+
+/// `agent.transport` of murmur.yaml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportConfig {
+    /// The deterministic offline model in the binary.
+    Builtin,
+    /// An OpenAI-compatible chat completions server.
+    Http {
+        base_url: String,
+        model: String,
+        api_key_env: Option<String>,
+        /// A WASM component in the capsule that adapts another provider's API.
+        driver: Option<String>,
+    },
+    /// A native harness speaking JSON lines on stdin and stdout.
+    Process(ProcessConfig),
+}
+
+impl TransportConfig {
+    /// The capsule's `agent.transport`. A process harness runs in `capsule_root`
+    /// with `env` (see [`ProcessConfig`]) and its stderr to `stderr`.
+    pub fn from_manifest(
+        transport: &manifest::Transport,
+        capsule_root: &Path,
+        env: Vec<(String, String)>,
+        stderr: Option<PathBuf>,
+    ) -> Self {
+        match transport {
+            manifest::Transport::Builtin => TransportConfig::Builtin,
+            manifest::Transport::Http(h) => TransportConfig::Http {
+                base_url: h.base_url.clone(),
+                model: h.model.clone(),
+                api_key_env: h.api_key_env.clone(),
+                driver: h.driver.clone(),
+            },
+            manifest::Transport::Process(p) => TransportConfig::Process(ProcessConfig {
+                command: p.command.clone(),
+                cwd: capsule_root.to_path_buf(),
+                env,
+                stderr,
+            }),
+        }
+    }
+
+    /// The name the trace gives it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TransportConfig::Builtin => "builtin",
+            TransportConfig::Http { .. } => "http",
+            TransportConfig::Process(_) => "process",
+        }
+    }
+}
+
+/// How to start a `transport: process` harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessConfig {
+    /// The program and its arguments. A relative program path with a `/` in it is
+    /// taken from `cwd`.
+    pub command: Vec<String>,
+    /// The harness's current directory: the unpacked capsule, so the manifest's
+    /// relative `command` works as written.
+    pub cwd: PathBuf,
+    /// The harness's whole environment besides `PATH` (inherited): the session passes
+    /// what the capsule may see. Nothing else of mur's environment reaches it, so no
+    /// `MURMUR_FORMATION_*` variable does.
+    pub env: Vec<(String, String)>,
+    /// Where the harness's stderr goes (the session's logs/); `None` inherits mur's.
+    pub stderr: Option<PathBuf>,
+}
+
+/// Builds the transport for one task. `Err` names what is missing.
+pub fn transport(config: &TransportConfig) -> Result<Box<dyn Transport>, String> {
+    match config {
+        TransportConfig::Builtin => Ok(Box::new(Builtin)),
+        TransportConfig::Process(p) => Ok(Box::new(ProcessTransport::new(p.clone())?)),
+        TransportConfig::Http {
+            base_url,
+            model,
+            api_key_env,
+            driver,
+        } => {
+            if let Some(driver) = driver {
+                return Err(format!(
+                    "transport: http with a driver component ({driver}) is not available in \
+                     this build of mur"
+                ));
+            }
+            let api_key = match api_key_env {
+                Some(name) => Some(
+                    std::env::var(name)
+                        .map_err(|_| format!("agent.api_key_env names {name}, which is not set"))?,
+                ),
+                None => None,
+            };
+            Ok(Box::new(HttpTransport::new(base_url, model, api_key)?))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_transports_convert() {
+        let root = Path::new("/capsule");
+        assert_eq!(
+            TransportConfig::from_manifest(&manifest::Transport::Builtin, root, vec![], None),
+            TransportConfig::Builtin
+        );
+        let p = manifest::Transport::Process(manifest::ProcessTransport {
+            command: vec!["sh".into(), "harness.sh".into()],
+        });
+        let env = vec![("A".to_string(), "1".to_string())];
+        assert_eq!(
+            TransportConfig::from_manifest(&p, root, env.clone(), None),
+            TransportConfig::Process(ProcessConfig {
+                command: vec!["sh".into(), "harness.sh".into()],
+                cwd: root.into(),
+                env,
+                stderr: None,
+            })
+        );
+        let h = manifest::Transport::Http(manifest::HttpTransport {
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "llama3".into(),
+            api_key_env: None,
+            driver: None,
+        });
+        let c = TransportConfig::from_manifest(&h, root, vec![], None);
+        assert_eq!(c.name(), h.kind());
+    }
+}

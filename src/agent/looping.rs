@@ -1,0 +1,249 @@
+//! The loop: call the model, run the tools it asks for, repeat, until it answers or
+//! `inference.max_turns` turns have gone by.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Conversation, Message, Outcome, Reply, Tool, ToolCall, ToolOutput, Transport};
+use crate::trace::{Event, ReplyKind, TraceWriter};
+
+/// What one task's agent is made of.
+pub struct AgentSpec {
+    /// The A2A task id; named by every trace record the loop writes.
+    pub task_id: String,
+    /// See [`super::system_prompt`].
+    pub system: String,
+    /// `inference.max_turns`: how many turns each [`Agent::send`] may take.
+    pub max_turns: u32,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub transport: Box<dyn Transport>,
+    /// Where inference_turn, tool_call and tool_result records go.
+    pub trace: Option<Arc<TraceWriter>>,
+}
+
+/// One task's agent. Lives until the task ends: a task that asks for input keeps it
+/// (and its harness process) to carry on with the answer.
+pub struct Agent {
+    spec: AgentSpec,
+    conversation: Conversation,
+    ended: bool,
+}
+
+impl Agent {
+    pub fn new(spec: AgentSpec) -> Self {
+        let conversation = Conversation {
+            task_id: spec.task_id.clone(),
+            system: spec.system.clone(),
+            tools: spec.tools.iter().map(|t| t.spec()).collect(),
+            messages: Vec::new(),
+        };
+        Agent {
+            spec,
+            conversation,
+            ended: false,
+        }
+    }
+
+    pub fn conversation(&self) -> &Conversation {
+        &self.conversation
+    }
+
+    /// Gives the agent the task, or the answer to the question its last
+    /// `InputRequired` asked, and runs it until the next outcome. When the outcome
+    /// is terminal the transport is shut down (a harness process is gone when this
+    /// returns), and later sends fail.
+    pub async fn send(&mut self, text: &str, cancel: &CancellationToken) -> Outcome {
+        if self.ended {
+            return Outcome::Failed {
+                reason: "the task has already ended".to_string(),
+            };
+        }
+        self.conversation.messages.push(Message::User {
+            text: text.to_string(),
+        });
+        let outcome = self.turns(cancel).await;
+        if outcome.is_terminal() {
+            self.ended = true;
+            self.spec.transport.shutdown().await;
+        }
+        outcome
+    }
+
+    /// Ends the task without another turn: for a task canceled while it waits for
+    /// input. Shuts the transport down (the harness is gone when this returns); later
+    /// sends fail. Harmless on an ended task.
+    pub async fn close(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.spec.transport.shutdown().await;
+        }
+    }
+
+    /// Whether the task has ended (a terminal outcome, or [`Agent::close`]).
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    async fn turns(&mut self, cancel: &CancellationToken) -> Outcome {
+        let max = self.spec.max_turns;
+        if max == 0 {
+            return Outcome::Failed {
+                reason: "inference.max_turns is 0: the model may not take a single turn"
+                    .to_string(),
+            };
+        }
+        for turn in 1..=max {
+            let reply = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Outcome::Canceled,
+                r = self.spec.transport.turn(&self.conversation) => r,
+            };
+            let reply = match reply {
+                Ok(r) => r,
+                Err(reason) => {
+                    return Outcome::Failed {
+                        reason: format!("transport {}: {reason}", self.spec.transport.name()),
+                    };
+                }
+            };
+            self.record_turn(turn, &reply);
+            match reply {
+                Reply::ToolCalls { text, calls } if calls.is_empty() => {
+                    return self.answer(text, Vec::new());
+                }
+                Reply::ToolCalls { text, mut calls } => {
+                    for (i, call) in calls.iter_mut().enumerate() {
+                        if call.id.is_empty() {
+                            call.id = format!("call_{turn}_{}", i + 1);
+                        }
+                    }
+                    self.conversation.messages.push(Message::Assistant {
+                        text,
+                        tool_calls: calls.clone(),
+                    });
+                    if turn == max {
+                        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+                        return Outcome::Failed {
+                            reason: format!(
+                                "inference.max_turns ({max}) reached: the model still asked \
+                                 for tools ({}) on its last turn, and they were not run",
+                                names.join(", ")
+                            ),
+                        };
+                    }
+                    for call in &calls {
+                        self.record(Event::ToolCall {
+                            task_id: self.spec.task_id.clone(),
+                            turn,
+                            call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        });
+                    }
+                    let outputs = tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => return Outcome::Canceled,
+                        o = run_tools(&self.spec.tools, &calls) => o,
+                    };
+                    for (call, out) in calls.into_iter().zip(outputs) {
+                        self.record(Event::ToolResult {
+                            task_id: self.spec.task_id.clone(),
+                            call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            is_error: out.is_error,
+                            output: out.output.clone(),
+                        });
+                        self.conversation.messages.push(Message::Tool {
+                            call_id: call.id,
+                            name: call.name,
+                            output: out.output,
+                            is_error: out.is_error,
+                        });
+                    }
+                }
+                Reply::Answer { text, artifacts } => return self.answer(text, artifacts),
+                Reply::InputRequired { question } => {
+                    self.conversation.messages.push(Message::Assistant {
+                        text: Some(question.clone()),
+                        tool_calls: Vec::new(),
+                    });
+                    return Outcome::InputRequired { question };
+                }
+                Reply::Rejected { reason } => return Outcome::Rejected { reason },
+                Reply::Failed { reason } => return Outcome::Failed { reason },
+            }
+        }
+        // The last turn returns on every path; this only keeps the loop total.
+        Outcome::Failed {
+            reason: format!("inference.max_turns ({max}) reached without an answer"),
+        }
+    }
+
+    fn answer(&mut self, text: Option<String>, artifacts: Vec<super::Artifact>) -> Outcome {
+        self.conversation.messages.push(Message::Assistant {
+            text: text.clone(),
+            tool_calls: Vec::new(),
+        });
+        Outcome::Completed {
+            message: text,
+            artifacts,
+        }
+    }
+
+    fn record_turn(&self, turn: u32, reply: &Reply) {
+        let (kind, names, text) = match reply {
+            Reply::ToolCalls { text, calls } => (
+                ReplyKind::ToolCalls,
+                calls.iter().map(|c| c.name.clone()).collect(),
+                text.clone(),
+            ),
+            Reply::Answer { text, .. } => (ReplyKind::Answer, Vec::new(), text.clone()),
+            Reply::InputRequired { question } => {
+                (ReplyKind::InputRequired, Vec::new(), Some(question.clone()))
+            }
+            Reply::Rejected { reason } => (ReplyKind::Rejected, Vec::new(), Some(reason.clone())),
+            Reply::Failed { reason } => (ReplyKind::Failed, Vec::new(), Some(reason.clone())),
+        };
+        self.record(Event::InferenceTurn {
+            task_id: self.spec.task_id.clone(),
+            turn,
+            transport: self.spec.transport.name().to_string(),
+            reply: kind,
+            tool_calls: names,
+            text,
+        });
+    }
+
+    /// A trace that cannot take a record must not stop the task: say so and go on.
+    fn record(&self, event: Event) {
+        if let Some(trace) = &self.spec.trace
+            && let Err(e) = trace.write(event)
+        {
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+/// Runs one turn's calls side by side (call-member calls to several members then
+/// work at once); outputs come back in the calls' order.
+async fn run_tools(tools: &[Arc<dyn Tool>], calls: &[ToolCall]) -> Vec<ToolOutput> {
+    let runs = calls.iter().map(|call| async move {
+        match tools.iter().find(|t| t.name() == call.name) {
+            Some(tool) => tool.call(call).await,
+            None => {
+                let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+                ToolOutput::error(format!(
+                    "there is no tool named `{}`; the tools are: {}",
+                    call.name,
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ))
+            }
+        }
+    });
+    futures_util::future::join_all(runs).await
+}

@@ -1,0 +1,339 @@
+//! `transport: process`: a native harness that speaks JSON lines. mur writes the
+//! task, tool results and replies on its stdin; every line the harness writes on its
+//! stdout ends one turn. docs/agent.md is the protocol's reference.
+//!
+//! The harness runs in a process group of its own, so stopping it stops whatever it
+//! started too.
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::{
+    Artifact, BoxFuture, Conversation, Message, ProcessConfig, Reply, ToolCall, Transport,
+};
+
+/// A harness line longer than this is refused, so a runaway harness cannot exhaust memory.
+pub const MAX_LINE: u64 = 16 * 1024 * 1024;
+
+/// How long a harness has to exit after SIGTERM before it gets SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// The process transport. The harness starts on the first turn and lives until the
+/// task ends (across an input-required pause).
+pub struct ProcessTransport {
+    config: ProcessConfig,
+    harness: Option<Harness>,
+    /// How many messages of the conversation the harness has seen.
+    sent: usize,
+}
+
+struct Harness {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// The harness's process group (its own pid).
+    pgid: Option<Pid>,
+}
+
+impl ProcessTransport {
+    pub fn new(config: ProcessConfig) -> Result<Self, String> {
+        if config.command.first().is_none_or(|p| p.is_empty()) {
+            return Err("transport: process has an empty command".to_string());
+        }
+        Ok(ProcessTransport {
+            config,
+            harness: None,
+            sent: 0,
+        })
+    }
+
+    /// The running harness's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.harness.as_ref().and_then(|h| h.child.id())
+    }
+
+    fn spawn(&self) -> Result<Harness, String> {
+        let cfg = &self.config;
+        let mut program = PathBuf::from(&cfg.command[0]);
+        if program.is_relative() && cfg.command[0].contains('/') {
+            program = cfg.cwd.join(program);
+        }
+        let stderr = match &cfg.stderr {
+            Some(path) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map(Stdio::from)
+                .map_err(|e| format!("cannot open {} for its stderr: {e}", path.display()))?,
+            None => Stdio::inherit(),
+        };
+        let path =
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        let mut child = Command::new(&program)
+            .args(&cfg.command[1..])
+            .current_dir(&cfg.cwd)
+            .env_clear()
+            .env("PATH", path)
+            .envs(cfg.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", cfg.command.join(" ")))?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("the harness has no stdin or stdout".to_string());
+        };
+        Ok(Harness {
+            child,
+            stdin: Some(stdin),
+            stdout: BufReader::new(stdout),
+            pgid,
+        })
+    }
+
+    /// The lines the harness has not seen yet: the task on the first turn, then tool
+    /// results and replies.
+    fn pending(&mut self, c: &Conversation, first: bool) -> Vec<serde_json::Value> {
+        let mut lines = Vec::new();
+        if first {
+            lines.push(serde_json::json!({
+                "type": "task",
+                "task_id": c.task_id,
+                "text": c.last_user_text().unwrap_or(""),
+                "system": c.system,
+                "tools": c.tools,
+            }));
+        } else {
+            for m in &c.messages[self.sent.min(c.messages.len())..] {
+                match m {
+                    Message::Tool {
+                        call_id,
+                        name,
+                        output,
+                        is_error,
+                    } => lines.push(serde_json::json!({
+                        "type": "tool_result",
+                        "id": call_id,
+                        "name": name,
+                        "output": output,
+                        "is_error": is_error,
+                    })),
+                    Message::User { text } => {
+                        lines.push(serde_json::json!({"type": "reply", "text": text}));
+                    }
+                    Message::Assistant { .. } => {}
+                }
+            }
+        }
+        self.sent = c.messages.len();
+        lines
+    }
+
+    async fn exchange(&mut self, c: &Conversation) -> Result<Reply, String> {
+        let first = self.harness.is_none();
+        if first {
+            self.harness = Some(self.spawn()?);
+        }
+        let lines = self.pending(c, first);
+        let Some(h) = self.harness.as_mut() else {
+            return Err("the harness is not running".to_string());
+        };
+        let mut out = Vec::new();
+        for line in lines {
+            out.extend_from_slice(line.to_string().as_bytes());
+            out.push(b'\n');
+        }
+        if let Some(stdin) = h.stdin.as_mut()
+            && let Err(e) = write_all(stdin, &out).await
+        {
+            let status = exit_status(&mut h.child).await;
+            return Err(format!(
+                "the harness stopped reading its input ({e}){status}"
+            ));
+        }
+        loop {
+            let mut buf = Vec::new();
+            let n = (&mut h.stdout)
+                .take(MAX_LINE)
+                .read_until(b'\n', &mut buf)
+                .await
+                .map_err(|e| format!("cannot read the harness's output: {e}"))?;
+            if n == 0 {
+                let status = exit_status(&mut h.child).await;
+                return Err(format!(
+                    "the harness ended its output without answering{status}"
+                ));
+            }
+            if buf.last() != Some(&b'\n') && n as u64 == MAX_LINE {
+                return Err(format!("the harness wrote a line over {MAX_LINE} bytes"));
+            }
+            let text = String::from_utf8_lossy(&buf);
+            if text.trim().is_empty() {
+                continue;
+            }
+            return parse_line(text.trim());
+        }
+    }
+}
+
+async fn write_all(stdin: &mut ChildStdin, bytes: &[u8]) -> std::io::Result<()> {
+    stdin.write_all(bytes).await?;
+    stdin.flush().await
+}
+
+/// How the harness ended, for a failure reason: it closed a pipe, so it is usually
+/// exiting; one that keeps running is not waited for beyond [`TERM_GRACE`].
+async fn exit_status(child: &mut Child) -> String {
+    match tokio::time::timeout(TERM_GRACE, child.wait()).await {
+        Ok(Ok(status)) => describe(status),
+        _ => String::new(),
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!(": it exited with status {code}"),
+        (None, Some(sig)) => format!(": it was killed by signal {sig}"),
+        _ => String::new(),
+    }
+}
+
+impl Transport for ProcessTransport {
+    fn name(&self) -> &'static str {
+        "process"
+    }
+
+    fn turn<'a>(&'a mut self, c: &'a Conversation) -> BoxFuture<'a, Result<Reply, String>> {
+        Box::pin(self.exchange(c))
+    }
+
+    /// Closes the harness's stdin, sends its process group SIGTERM, gives it
+    /// [`TERM_GRACE`], then SIGKILL; returns once the harness is reaped.
+    fn shutdown(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(mut h) = self.harness.take() else {
+                return;
+            };
+            drop(h.stdin.take());
+            if let Some(pgid) = h.pgid {
+                let _ = killpg(pgid, Signal::SIGTERM);
+            }
+            if tokio::time::timeout(TERM_GRACE, h.child.wait())
+                .await
+                .is_err()
+            {
+                if let Some(pgid) = h.pgid {
+                    let _ = killpg(pgid, Signal::SIGKILL);
+                }
+                let _ = h.child.wait().await;
+            }
+            // Whatever of the group ignored SIGTERM goes too.
+            if let Some(pgid) = h.pgid {
+                let _ = killpg(pgid, Signal::SIGKILL);
+            }
+        })
+    }
+}
+
+impl Drop for ProcessTransport {
+    /// A transport dropped without `shutdown` (its task's future was dropped) still
+    /// leaves nothing running; tokio reaps the process in the background.
+    fn drop(&mut self) {
+        if let Some(pgid) = self.harness.as_ref().and_then(|h| h.pgid) {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// A line the harness writes.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum HarnessLine {
+    Message {
+        text: String,
+    },
+    ToolCall {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        arguments: serde_json::Value,
+        #[serde(default)]
+        calls: Vec<ToolCall>,
+        #[serde(default)]
+        text: Option<String>,
+    },
+    Result {
+        #[serde(default)]
+        text: Option<String>,
+        #[serde(default)]
+        artifacts: Vec<Artifact>,
+    },
+    InputRequired {
+        question: String,
+    },
+    Rejected {
+        reason: String,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+fn parse_line(line: &str) -> Result<Reply, String> {
+    let parsed: HarnessLine = serde_json::from_str(line).map_err(|e| {
+        let shown: String = line.chars().take(200).collect();
+        format!("the harness wrote a line that is not one of its messages ({e}): {shown}")
+    })?;
+    Ok(match parsed {
+        HarnessLine::Message { text } => Reply::Answer {
+            text: Some(text),
+            artifacts: Vec::new(),
+        },
+        HarnessLine::Result { text, artifacts } => Reply::Answer { text, artifacts },
+        HarnessLine::ToolCall {
+            id,
+            name,
+            arguments,
+            mut calls,
+            text,
+        } => {
+            if let Some(name) = name {
+                calls.insert(
+                    0,
+                    ToolCall {
+                        id: id.unwrap_or_default(),
+                        name,
+                        arguments,
+                    },
+                );
+            }
+            if calls.is_empty() {
+                return Err("the harness wrote a tool_call with no `name` and no `calls`".into());
+            }
+            Reply::ToolCalls { text, calls }
+        }
+        HarnessLine::InputRequired { question } => Reply::InputRequired { question },
+        HarnessLine::Rejected { reason } => Reply::Rejected { reason },
+        HarnessLine::Failed { reason } => Reply::Failed { reason },
+    })
+}
+
+#[cfg(test)]
+#[path = "process_tests.rs"]
+mod tests;

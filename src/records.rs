@@ -1,0 +1,487 @@
+//! A session's records directory, `~/.murmur/records/<project>/<ses_id>/`: its
+//! trace, its results, the agent's home and temporary files, its logs and MURMUR.md.
+//! `<project>` is the work folder's absolute path without its leading `/`. The
+//! runtime writes a session's files here and never in the work folder.
+//! docs/records.md describes every file.
+
+use std::fs::DirBuilder;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::agent::{Artifact, FileContent, Outcome, Part};
+use crate::catalogue;
+use crate::diag::{Diagnostic, Result};
+use crate::paths;
+
+/// A new session id: `ses_` and a UUIDv7 in lowercase hex without dashes, so ids sort
+/// by the time they were made.
+pub fn new_session_id() -> String {
+    format!("ses_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// The folders made inside every records directory.
+pub const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
+
+/// A session's records directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Records {
+    pub dir: PathBuf,
+    pub session_id: String,
+}
+
+/// Who the session is, for MURMUR.md's Identity section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub session_id: String,
+    /// `<scope>/<name>`, or the bare name of a capsule run from its folder.
+    pub capsule: String,
+    pub version: String,
+    /// In a formation: this member's roster name and the formation id.
+    pub roster_name: Option<String>,
+    pub formation_id: Option<String>,
+}
+
+/// The records directory of session `session_id` run in `workdir` (absolute; symlinks
+/// are resolved when it exists).
+pub fn dir_for(workdir: &Path, session_id: &str) -> PathBuf {
+    paths::records_root()
+        .join(paths::strip_root(&absolute(workdir)))
+        .join(session_id)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(p) {
+        return real;
+    }
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+impl Records {
+    /// Makes the records directory of a new session in `workdir`, owner-only (0700),
+    /// with out/, home/, tmp/ and logs/. Refuses a directory already there; leaves
+    /// nothing behind when it fails.
+    pub fn create(workdir: &Path, session_id: &str) -> Result<Records> {
+        Self::create_at(dir_for(workdir, session_id), session_id)
+    }
+
+    /// As [`Records::create`], at a given directory.
+    pub fn create_at(dir: PathBuf, session_id: &str) -> Result<Records> {
+        let fail = |what: &str, path: &Path, e: std::io::Error| {
+            Diagnostic::new(
+                catalogue::E_REC_001,
+                format!("cannot {what} {}: {e}", path.display()),
+            )
+        };
+        if let Some(parent) = dir.parent() {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| fail("create", parent, e))?;
+        }
+        DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| fail("create the records directory", &dir, e))?;
+        let records = Records {
+            dir,
+            session_id: session_id.to_string(),
+        };
+        let made = SUBDIRS.iter().try_for_each(|sub| {
+            let path = records.dir.join(sub);
+            DirBuilder::new()
+                .mode(0o700)
+                .create(&path)
+                .and_then(|()| {
+                    // The umask may have narrowed it; never widened, so set it exactly.
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))
+                })
+                .map_err(|e| fail("create", &path, e))
+        });
+        if let Err(e) = made {
+            let _ = std::fs::remove_dir_all(&records.dir);
+            return Err(e);
+        }
+        Ok(records)
+    }
+
+    /// An existing records directory (`mur trace show`, `mur run --resume`).
+    pub fn open(dir: PathBuf) -> Records {
+        let session_id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Records { dir, session_id }
+    }
+
+    pub fn trace_path(&self) -> PathBuf {
+        self.dir.join(crate::trace::FILE_NAME)
+    }
+    pub fn out_dir(&self) -> PathBuf {
+        self.dir.join("out")
+    }
+    pub fn result_path(&self) -> PathBuf {
+        self.out_dir().join("result.txt")
+    }
+    pub fn home_dir(&self) -> PathBuf {
+        self.dir.join("home")
+    }
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.dir.join("tmp")
+    }
+    pub fn logs_dir(&self) -> PathBuf {
+        self.dir.join("logs")
+    }
+    pub fn murmur_md_path(&self) -> PathBuf {
+        self.dir.join("MURMUR.md")
+    }
+
+    /// Writes MURMUR.md (see [`murmur_md`]) and returns its text.
+    pub fn write_murmur_md(&self, identity: &Identity, workdir: &Path) -> Result<String> {
+        let text = murmur_md(identity, workdir, self);
+        write_atomic(&self.murmur_md_path(), text.as_bytes())?;
+        Ok(text)
+    }
+
+    /// Writes a task's result to out/result.txt, atomically: a reader sees the previous
+    /// result or this one, never a mix. The bytes of file artifacts are saved first,
+    /// under out/files/. `cancel_reason` is used for [`Outcome::Canceled`].
+    pub fn write_result(&self, outcome: &Outcome, cancel_reason: &str) -> Result<()> {
+        let mut saved = Vec::new();
+        if let Outcome::Completed { artifacts, .. } = outcome {
+            saved = self.save_files(artifacts)?;
+        }
+        let text = result_text(outcome, cancel_reason, &saved);
+        write_atomic(&self.result_path(), text.as_bytes())
+    }
+
+    /// Saves every file part with bytes; returns, per part in order, where it went.
+    fn save_files(&self, artifacts: &[Artifact]) -> Result<Vec<String>> {
+        let mut saved = Vec::new();
+        let dir = self.out_dir().join("files");
+        for (a, artifact) in artifacts.iter().enumerate() {
+            for (p, part) in artifact.parts.iter().enumerate() {
+                if let Part::File {
+                    filename,
+                    content: FileContent::Bytes(bytes),
+                    ..
+                } = part
+                {
+                    let name = format!(
+                        "{}-{}-{}",
+                        a + 1,
+                        p + 1,
+                        safe_name(filename.as_deref().unwrap_or("file"))
+                    );
+                    DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(&dir)
+                        .map_err(|e| {
+                            Diagnostic::new(
+                                catalogue::E_REC_001,
+                                format!("cannot create {}: {e}", dir.display()),
+                            )
+                        })?;
+                    write_atomic(&dir.join(&name), bytes)?;
+                    saved.push(format!("out/files/{name}"));
+                }
+            }
+        }
+        Ok(saved)
+    }
+}
+
+/// A file name an artifact may not steer out of out/files/: its last component,
+/// with anything but letters, digits, `.`, `-` and `_` replaced by `_`.
+fn safe_name(name: &str) -> String {
+    let base = name.rsplit('/').next().unwrap_or("");
+    let cleaned: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.');
+    if cleaned.is_empty() {
+        "file".to_string()
+    } else {
+        cleaned.chars().take(100).collect()
+    }
+}
+
+/// MURMUR.md: what the agent is told about its session.
+///
+/// ```text
+/// # MURMUR.md
+///
+/// Written by mur for this session's agent. Do not edit: mur writes it anew.
+///
+/// ## Identity
+///
+/// - Session: ses_0199…
+/// - Capsule: local/coder 1.2.0
+/// - Roster name: coder
+/// - Formation: frm_0199…
+///
+/// ## Folders
+///
+/// - Work folder: /home/u/proj
+/// - Home: /home/u/.murmur/records/home/u/proj/ses_0199…/home
+/// - Temporary files: …/tmp
+/// - Results: …/out
+/// ```
+///
+/// The two formation lines appear only in a formation.
+pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> String {
+    let mut s = String::from(
+        "# MURMUR.md\n\nWritten by mur for this session's agent. Do not edit: mur writes it anew.\n\n## Identity\n\n",
+    );
+    s.push_str(&format!("- Session: {}\n", identity.session_id));
+    s.push_str(&format!(
+        "- Capsule: {} {}\n",
+        identity.capsule, identity.version
+    ));
+    if let Some(name) = &identity.roster_name {
+        s.push_str(&format!("- Roster name: {name}\n"));
+    }
+    if let Some(id) = &identity.formation_id {
+        s.push_str(&format!("- Formation: {id}\n"));
+    }
+    s.push_str("\n## Folders\n\n");
+    s.push_str(&format!("- Work folder: {}\n", workdir.display()));
+    s.push_str(&format!("- Home: {}\n", records.home_dir().display()));
+    s.push_str(&format!(
+        "- Temporary files: {}\n",
+        records.tmp_dir().display()
+    ));
+    s.push_str(&format!("- Results: {}\n", records.out_dir().display()));
+    s
+}
+
+/// A session whose records directory, trace and MURMUR.md exist.
+#[derive(Debug)]
+pub struct Started {
+    pub records: Records,
+    /// Its first record, `session_start`, is written.
+    pub trace: std::sync::Arc<crate::trace::TraceWriter>,
+    /// MURMUR.md's text, for the system prompt.
+    pub murmur_md: String,
+}
+
+/// What `session_start` says beyond the identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartInfo {
+    /// The installed artifact's sha256; `None` for a capsule run from its folder.
+    pub sha256: Option<String>,
+    /// In a formation: the members this one may call, in roster order.
+    pub callees: Option<Vec<String>>,
+}
+
+/// Starts a session's records in one step: the records directory under `records_root`
+/// (`paths::records_root()` for the real one), its trace opening with
+/// `session_start`, and MURMUR.md. On failure nothing of it is left behind.
+pub fn start(
+    records_root: &Path,
+    workdir: &Path,
+    identity: &Identity,
+    info: &StartInfo,
+) -> Result<Started> {
+    let workdir = absolute(workdir);
+    let dir = records_root
+        .join(paths::strip_root(&workdir))
+        .join(&identity.session_id);
+    let records = Records::create_at(dir, &identity.session_id)?;
+    let started = (|| {
+        let trace = crate::trace::TraceWriter::create(&records.trace_path())?;
+        let in_formation = identity.formation_id.is_some();
+        trace.write(crate::trace::Event::SessionStart {
+            session_id: identity.session_id.clone(),
+            capsule: crate::trace::CapsuleRef {
+                name: identity.capsule.clone(),
+                version: identity.version.clone(),
+                sha256: info.sha256.clone(),
+            },
+            mur_version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: std::process::id(),
+            workdir: workdir.clone(),
+            records_dir: records.dir.clone(),
+            formation_id: identity.formation_id.clone(),
+            formation_member: identity.roster_name.clone().filter(|_| in_formation),
+            formation_callees: in_formation.then(|| info.callees.clone().unwrap_or_default()),
+        })?;
+        let murmur_md = records.write_murmur_md(identity, &workdir)?;
+        Ok(Started {
+            records: records.clone(),
+            trace: std::sync::Arc::new(trace),
+            murmur_md,
+        })
+    })();
+    if started.is_err() {
+        let _ = std::fs::remove_dir_all(&records.dir);
+    }
+    started
+}
+
+/// Every session's records directory under `root` (`paths::records_root()` for the
+/// real one), in session id order, which is the order they started. A session is a
+/// `ses_…` folder holding a trace; the walk does not enter sessions nor follow
+/// symlinks. For `mur trace show`: a formation's sessions are those whose
+/// `session_start` names it.
+pub fn find_sessions(root: &Path) -> Vec<Records> {
+    let mut found = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            let is_session = entry.file_name().to_string_lossy().starts_with("ses_")
+                && path.join(crate::trace::FILE_NAME).is_file();
+            if is_session {
+                found.push(Records::open(path));
+            } else if depth < 256 {
+                stack.push((path, depth + 1));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+    found
+}
+
+/// The records directory of session `session_id` under `root`, if there is one.
+pub fn find_session(root: &Path, session_id: &str) -> Option<Records> {
+    find_sessions(root)
+        .into_iter()
+        .find(|r| r.session_id == session_id)
+}
+
+/// Why a task was canceled, as its `canceled:` line says it.
+pub mod cancel_reason {
+    /// The member's lifeline closed.
+    pub const FORMATION_ENDED: &str = "formation ended";
+    /// The session's first SIGTERM.
+    pub const SIGTERM: &str = "SIGTERM (E-RUN-040)";
+    /// The session's `--deadline`.
+    pub const DEADLINE: &str = "deadline reached (E-RUN-053)";
+    /// A CancelTask from `credential` (`operator`, `member:<name>`, ...).
+    pub fn by(credential: &str) -> String {
+        format!("canceled by {credential}")
+    }
+}
+
+/// out/result.txt for an outcome. The first line is the task's final state:
+///
+/// | Outcome        | result.txt                                                  |
+/// |----------------|-------------------------------------------------------------|
+/// | completed      | `completed`, then the message, then each artifact           |
+/// | input required | `input-required: <question>`                                |
+/// | rejected       | `rejected: <reason>`                                        |
+/// | failed         | `failed: <reason>`                                          |
+/// | canceled       | `canceled: <reason>`                                        |
+///
+/// Reasons and questions are folded onto that one line. `saved` names, in order,
+/// where the bytes of each file part went.
+pub fn result_text(outcome: &Outcome, cancel_reason: &str, saved: &[String]) -> String {
+    match outcome {
+        Outcome::Completed { message, artifacts } => {
+            let mut s = String::from("completed\n");
+            if let Some(m) = message {
+                s.push_str(m.trim_end());
+                s.push('\n');
+            }
+            let mut saved = saved.iter();
+            for artifact in artifacts {
+                s.push_str(&format!("\n=== artifact: {}\n", one_line(artifact.label())));
+                for part in &artifact.parts {
+                    match part {
+                        Part::Text(t) => {
+                            s.push_str(t.trim_end());
+                            s.push('\n');
+                        }
+                        Part::Data(d) => {
+                            let json = serde_json::to_string_pretty(d).unwrap_or_default();
+                            s.push_str(&json);
+                            s.push('\n');
+                        }
+                        Part::File {
+                            filename,
+                            media_type,
+                            content,
+                        } => {
+                            let name = filename.as_deref().unwrap_or("(unnamed)");
+                            let media = media_type.as_deref().unwrap_or("application/octet-stream");
+                            match content {
+                                FileContent::Bytes(b) => s.push_str(&format!(
+                                    "file: {} ({media}, {} bytes) saved as {}\n",
+                                    one_line(name),
+                                    b.len(),
+                                    saved.next().map_or("(not saved)", String::as_str)
+                                )),
+                                FileContent::Url(u) => s.push_str(&format!(
+                                    "file: {} ({media}) at {}\n",
+                                    one_line(name),
+                                    one_line(u)
+                                )),
+                            }
+                        }
+                    }
+                }
+            }
+            s
+        }
+        Outcome::InputRequired { question } => line("input-required", question),
+        Outcome::Rejected { reason } => line("rejected", reason),
+        Outcome::Failed { reason } => line("failed", reason),
+        Outcome::Canceled => line("canceled", cancel_reason),
+    }
+}
+
+fn line(state: &str, text: &str) -> String {
+    let text = one_line(text);
+    if text.is_empty() {
+        format!("{state}: no reason given\n")
+    } else {
+        format!("{state}: {text}\n")
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder (mode 0600)
+/// renamed over it, so readers never see a half-written file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_as(catalogue::E_REC_001, path, bytes)
+}
+
+/// [`write_atomic`], failing with `code`.
+pub(crate) fn write_atomic_as(code: catalogue::Code, path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let fail = |e: std::io::Error| {
+        Diagnostic::new(code, format!("cannot write {}: {e}", path.display())).in_file(path)
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(fail)?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_data())
+        .map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "records_tests.rs"]
+mod tests;

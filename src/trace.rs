@@ -1,0 +1,552 @@
+//! A session's `trace.jsonl`: one JSON object per line, appended and flushed per
+//! record, so a kill loses at most the record being written. Every record has `ts`
+//! (RFC 3339 UTC, milliseconds), `seq` (from 1, no gaps) and `type`; docs/trace.md
+//! describes every type and field.
+//!
+//! No credential is ever written: the writer refuses (E-REC-002) any record holding a
+//! formation token (`mft1.…`) or a secret registered with [`TraceWriter::forbid`].
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue;
+use crate::diag::{Diagnostic, Result};
+
+/// The file name of a trace inside a records directory.
+pub const FILE_NAME: &str = "trace.jsonl";
+
+/// The prefix of a formation token; a string holding one is never written.
+pub const TOKEN_PREFIX: &str = "mft1.";
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// When the record was written: RFC 3339, UTC, milliseconds (`2026-12-02T14:40:54.123Z`).
+    pub ts: String,
+    /// 1 for the first record of the trace, then one more for each record.
+    pub seq: u64,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// What a record says. Serialized with its `type` beside its fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The first record of every session.
+    SessionStart {
+        session_id: String,
+        capsule: CapsuleRef,
+        /// The version of mur that ran the session.
+        mur_version: String,
+        pid: u32,
+        /// The work folder (the agent's current directory).
+        workdir: PathBuf,
+        /// The records directory holding this trace.
+        records_dir: PathBuf,
+        /// In a formation only: its id, this member's roster name and the members it may call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        formation_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        formation_member: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        formation_callees: Option<Vec<String>>,
+    },
+    /// The door accepted a task.
+    A2aTaskReceived {
+        task_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_id: Option<String>,
+        /// Who sent it: `operator`, `env:<NAME>`, `member:<name>` or `public`.
+        credential: String,
+        /// The task's text, as the agent receives it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// A task moved from one state to another.
+    TaskState {
+        task_id: String,
+        /// Absent for a task's first state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<TaskState>,
+        to: TaskState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// One call to the model (one transport turn).
+    InferenceTurn {
+        task_id: String,
+        /// 1 for the first turn since the task's latest message.
+        turn: u32,
+        /// `builtin`, `http` or `process`.
+        transport: String,
+        /// How the turn ended.
+        reply: ReplyKind,
+        /// The names of the tools the model asked for, in its order.
+        tool_calls: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// The agent runs a tool the model asked for.
+    ToolCall {
+        task_id: String,
+        turn: u32,
+        call_id: String,
+        tool: String,
+        arguments: serde_json::Value,
+    },
+    /// What a tool returned.
+    ToolResult {
+        task_id: String,
+        call_id: String,
+        tool: String,
+        is_error: bool,
+        output: String,
+    },
+    /// call-member handed a task to another member of the formation.
+    MemberCall {
+        task_id: String,
+        call_id: String,
+        member: String,
+        /// The task id the member's door gave the call, once it holds it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        member_task_id: Option<String>,
+        text: String,
+    },
+    /// A called member's task ended, and its answer came back.
+    MemberAnswer {
+        task_id: String,
+        call_id: String,
+        member: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        member_task_id: Option<String>,
+        /// The member task's final state.
+        state: TaskState,
+        text: String,
+    },
+    /// The member's lifeline closed: written first in its wind-down.
+    FormationEnded { formation_id: String },
+    /// The last record of a session that ended on its own terms.
+    SessionEnd {
+        exit_status: ExitStatus,
+        exit_code: i32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_code: Option<String>,
+    },
+}
+
+impl Event {
+    /// The record's `type`, as written.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::SessionStart { .. } => "session_start",
+            Event::A2aTaskReceived { .. } => "a2a_task_received",
+            Event::TaskState { .. } => "task_state",
+            Event::InferenceTurn { .. } => "inference_turn",
+            Event::ToolCall { .. } => "tool_call",
+            Event::ToolResult { .. } => "tool_result",
+            Event::MemberCall { .. } => "member_call",
+            Event::MemberAnswer { .. } => "member_answer",
+            Event::FormationEnded { .. } => "formation_ended",
+            Event::SessionEnd { .. } => "session_end",
+        }
+    }
+}
+
+/// One line per record for people (`mur trace show`): time, seq, type and the fields
+/// that matter, texts cut at 120 characters.
+impl std::fmt::Display for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let time = self.ts.get(11..23).unwrap_or(&self.ts);
+        write!(f, "{time} #{:<4} {:<17} ", self.seq, self.event.kind())?;
+        match &self.event {
+            Event::SessionStart {
+                session_id,
+                capsule,
+                pid,
+                formation_id,
+                formation_member,
+                ..
+            } => {
+                write!(
+                    f,
+                    "{session_id} {} {} pid {pid}",
+                    capsule.name, capsule.version
+                )?;
+                if let (Some(frm), Some(member)) = (formation_id, formation_member) {
+                    write!(f, " in {frm} as {member}")?;
+                }
+                Ok(())
+            }
+            Event::A2aTaskReceived {
+                task_id,
+                credential,
+                text,
+                ..
+            } => write!(
+                f,
+                "{task_id} from {credential}: {}",
+                cut(text.as_deref().unwrap_or(""))
+            ),
+            Event::TaskState {
+                task_id,
+                from,
+                to,
+                reason,
+            } => {
+                let from = from.map_or("-".to_string(), |s| word(&s));
+                write!(f, "{task_id} {from} -> {}", word(to))?;
+                match reason {
+                    Some(r) => write!(f, ": {}", cut(r)),
+                    None => Ok(()),
+                }
+            }
+            Event::InferenceTurn {
+                task_id,
+                turn,
+                transport,
+                reply,
+                tool_calls,
+                text,
+            } => {
+                write!(f, "{task_id} turn {turn} ({transport}) {}", word(reply))?;
+                if !tool_calls.is_empty() {
+                    write!(f, " [{}]", tool_calls.join(", "))?;
+                }
+                match text {
+                    Some(t) => write!(f, ": {}", cut(t)),
+                    None => Ok(()),
+                }
+            }
+            Event::ToolCall {
+                task_id,
+                call_id,
+                tool,
+                arguments,
+                ..
+            } => write!(
+                f,
+                "{task_id} {call_id} {tool} {}",
+                cut(&arguments.to_string())
+            ),
+            Event::ToolResult {
+                task_id,
+                call_id,
+                tool,
+                is_error,
+                output,
+            } => {
+                let how = if *is_error { "error" } else { "ok" };
+                write!(f, "{task_id} {call_id} {tool} {how}: {}", cut(output))
+            }
+            Event::MemberCall {
+                task_id,
+                member,
+                text,
+                ..
+            } => write!(f, "{task_id} -> {member}: {}", cut(text)),
+            Event::MemberAnswer {
+                task_id,
+                member,
+                state,
+                text,
+                ..
+            } => write!(f, "{task_id} <- {member} {}: {}", word(state), cut(text)),
+            Event::FormationEnded { formation_id } => write!(f, "{formation_id}"),
+            Event::SessionEnd {
+                exit_status,
+                exit_code,
+                error_code,
+            } => {
+                write!(f, "{} exit {exit_code}", word(exit_status))?;
+                match error_code {
+                    Some(code) => write!(f, " {code}"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// A unit enum's word, as serde writes it.
+fn word<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// One line, at most 120 characters.
+fn cut(s: &str) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
+/// The capsule a session runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapsuleRef {
+    /// `<scope>/<name>` when installed; the bare name for a capsule run from its folder.
+    pub name: String,
+    pub version: String,
+    /// The installed artifact's sha256; absent for a capsule run from its folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// A task's state, as A2A names them (snake_case in the trace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    Submitted,
+    Working,
+    InputRequired,
+    AuthRequired,
+    Completed,
+    Canceled,
+    Failed,
+    Rejected,
+}
+
+/// How an inference turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyKind {
+    ToolCalls,
+    Answer,
+    InputRequired,
+    Rejected,
+    Failed,
+}
+
+/// `session_end.exit_status`; the same word as the `status:` line of the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitStatus {
+    Ok,
+    FormationEnded,
+    DeadlineReached,
+    Canceled,
+    Failed,
+}
+
+/// Appends records to one trace.jsonl. Shared by every task of a session (`&self`).
+#[derive(Debug)]
+pub struct TraceWriter {
+    path: PathBuf,
+    inner: Mutex<Inner>,
+    secrets: Mutex<Vec<String>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    file: File,
+    seq: u64,
+}
+
+impl TraceWriter {
+    /// Creates a new trace (mode 0600); refuses a file already there.
+    pub fn create(path: &Path) -> Result<Self> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| write_error(path, &e))?;
+        Ok(Self::with_file(path, file, 0))
+    }
+
+    /// Opens an existing trace to go on with it (`mur run --resume`); numbering resumes
+    /// after its last complete record.
+    pub fn append(path: &Path) -> Result<Self> {
+        let seq = read(path)?.records.last().map_or(0, |r| r.seq);
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| write_error(path, &e))?;
+        Ok(Self::with_file(path, file, seq))
+    }
+
+    fn with_file(path: &Path, file: File, seq: u64) -> Self {
+        TraceWriter {
+            path: path.to_path_buf(),
+            inner: Mutex::new(Inner { file, seq }),
+            secrets: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Refuses, from now on, every record that contains `secret` (the operator token,
+    /// a declared bearer credential). Strings shorter than 8 bytes are ignored: they
+    /// would refuse ordinary words.
+    pub fn forbid(&self, secret: &str) {
+        if secret.len() >= 8 {
+            lock(&self.secrets).push(secret.to_string());
+        }
+    }
+
+    /// Appends one record and returns it. The line goes out in one `write` on an
+    /// `O_APPEND` file, so the kernel has it before this returns.
+    pub fn write(&self, event: Event) -> Result<Record> {
+        let value = serde_json::to_value(&event).map_err(|e| {
+            Diagnostic::new(
+                catalogue::E_REC_001,
+                format!("a {} record does not serialize: {e}", event.kind()),
+            )
+        })?;
+        if let Some(why) = self.leaks(&value) {
+            return Err(Diagnostic::new(
+                catalogue::E_REC_002,
+                format!(
+                    "refused to write a {} record to {}: it holds {why}",
+                    event.kind(),
+                    self.path.display()
+                ),
+            ));
+        }
+        let mut inner = lock(&self.inner);
+        let record = Record {
+            ts: now(),
+            seq: inner.seq + 1,
+            event,
+        };
+        let mut line = serde_json::to_vec(&record).map_err(|e| {
+            Diagnostic::new(
+                catalogue::E_REC_001,
+                format!("record does not serialize: {e}"),
+            )
+        })?;
+        line.push(b'\n');
+        inner
+            .file
+            .write_all(&line)
+            .and_then(|()| inner.file.flush())
+            .map_err(|e| write_error(&self.path, &e))?;
+        inner.seq = record.seq;
+        Ok(record)
+    }
+
+    /// What secret `value` holds, if any (never the secret itself).
+    fn leaks(&self, value: &serde_json::Value) -> Option<&'static str> {
+        let secrets = lock(&self.secrets);
+        let mut found = None;
+        visit_strings(value, &mut |s| {
+            if found.is_none() {
+                if holds_token(s) {
+                    found = Some("a formation token");
+                } else if secrets.iter().any(|secret| s.contains(secret.as_str())) {
+                    found = Some("a credential of this session");
+                }
+            }
+        });
+        found
+    }
+}
+
+/// Whether `s` contains something shaped like a formation token: `mft1.` followed by
+/// a base64url character. Mentioning the prefix alone ("mft1." in prose) is fine.
+pub fn holds_token(s: &str) -> bool {
+    s.match_indices(TOKEN_PREFIX).any(|(i, _)| {
+        s[i + TOKEN_PREFIX.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    })
+}
+
+fn visit_strings(value: &serde_json::Value, f: &mut impl FnMut(&str)) {
+    match value {
+        serde_json::Value::String(s) => f(s),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| visit_strings(v, f)),
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                f(k);
+                visit_strings(v, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A mutex poisoned by a panicking writer still guards a usable file.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Now, as a trace writes it.
+pub fn now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+fn write_error(path: &Path, e: &std::io::Error) -> Diagnostic {
+    Diagnostic::new(
+        catalogue::E_REC_001,
+        format!("cannot write the trace {}: {e}", path.display()),
+    )
+    .in_file(path)
+}
+
+/// A trace read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    pub records: Vec<Record>,
+    /// The last line did not parse: the record a kill interrupted. It is left out.
+    pub partial_tail: bool,
+}
+
+/// Reads a trace.jsonl. Only its last line may be broken (see [`parse`]).
+pub fn read(path: &Path) -> Result<Trace> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Diagnostic::new(
+            catalogue::E_REC_003,
+            format!("cannot read the trace {}: {e}", path.display()),
+        )
+        .in_file(path)
+    })?;
+    parse(&text, path)
+}
+
+/// Parses a trace's text. A last line that does not parse is the record a kill cut
+/// short and is dropped (`partial_tail`); a broken line before it is E-REC-003.
+pub fn parse(text: &str, file: &Path) -> Result<Trace> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    // `split` yields one empty piece after the final newline.
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    let mut records = Vec::new();
+    let mut partial_tail = false;
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(record) => records.push(record),
+            Err(_) if Some(i) == last => partial_tail = true,
+            Err(e) => {
+                return Err(Diagnostic::new(
+                    catalogue::E_REC_003,
+                    format!("line {} of the trace is not a trace record: {e}", i + 1),
+                )
+                .at(crate::diag::Location::new(file, i + 1, 1)));
+            }
+        }
+    }
+    Ok(Trace {
+        records,
+        partial_tail,
+    })
+}
+
+#[cfg(test)]
+#[path = "trace_tests.rs"]
+mod tests;

@@ -1,0 +1,411 @@
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::json;
+
+use super::*;
+
+/// One event of every type, every optional field filled.
+fn every_event() -> Vec<Event> {
+    vec![
+        Event::SessionStart {
+            session_id: "ses_0199c4e2f1b7712a9d3e4f5061728394".into(),
+            capsule: CapsuleRef {
+                name: "local/coder".into(),
+                version: "1.2.0".into(),
+                sha256: Some("ab".repeat(32)),
+            },
+            mur_version: "0.1.0".into(),
+            pid: 4242,
+            workdir: "/home/u/proj".into(),
+            records_dir: "/home/u/.murmur/records/home/u/proj/ses_1".into(),
+            formation_id: Some("frm_0199c4e2f1b7712a9d3e4f5061728394".into()),
+            formation_member: Some("coder".into()),
+            formation_callees: Some(vec!["reviewer".into()]),
+        },
+        Event::A2aTaskReceived {
+            task_id: "t1".into(),
+            context_id: Some("c1".into()),
+            credential: "member:planner".into(),
+            text: Some("write the parser".into()),
+        },
+        Event::TaskState {
+            task_id: "t1".into(),
+            from: Some(TaskState::Working),
+            to: TaskState::InputRequired,
+            reason: Some("which file?".into()),
+        },
+        Event::InferenceTurn {
+            task_id: "t1".into(),
+            turn: 1,
+            transport: "builtin".into(),
+            reply: ReplyKind::ToolCalls,
+            tool_calls: vec!["call-member".into()],
+            text: Some("asking".into()),
+        },
+        Event::ToolCall {
+            task_id: "t1".into(),
+            turn: 1,
+            call_id: "call_1".into(),
+            tool: "call-member".into(),
+            arguments: json!({"member": "reviewer", "task": "review"}),
+        },
+        Event::ToolResult {
+            task_id: "t1".into(),
+            call_id: "call_1".into(),
+            tool: "call-member".into(),
+            is_error: false,
+            output: "looks good".into(),
+        },
+        Event::MemberCall {
+            task_id: "t1".into(),
+            call_id: "call_1".into(),
+            member: "reviewer".into(),
+            member_task_id: Some("t9".into()),
+            text: "review".into(),
+        },
+        Event::MemberAnswer {
+            task_id: "t1".into(),
+            call_id: "call_1".into(),
+            member: "reviewer".into(),
+            member_task_id: Some("t9".into()),
+            state: TaskState::Completed,
+            text: "looks good".into(),
+        },
+        Event::FormationEnded {
+            formation_id: "frm_0199c4e2f1b7712a9d3e4f5061728394".into(),
+        },
+        Event::SessionEnd {
+            exit_status: ExitStatus::Canceled,
+            exit_code: 1,
+            error_code: Some("E-RUN-040".into()),
+        },
+    ]
+}
+
+#[test]
+fn every_record_type_round_trips_through_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let writer = TraceWriter::create(&path).unwrap();
+    let events = every_event();
+    for e in &events {
+        writer.write(e.clone()).unwrap();
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), events.len());
+    for (line, e) in text.lines().zip(&events) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["type"], e.kind(), "{line}");
+        assert!(v["ts"].is_string() && v["seq"].is_u64(), "{line}");
+        assert!(line.starts_with(r#"{"ts":""#), "ts comes first: {line}");
+    }
+    let trace = read(&path).unwrap();
+    assert!(!trace.partial_tail);
+    let back: Vec<Event> = trace.records.iter().map(|r| r.event.clone()).collect();
+    assert_eq!(back, events);
+    let seqs: Vec<u64> = trace.records.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn field_names_are_the_documented_ones() {
+    let v = serde_json::to_value(Event::SessionEnd {
+        exit_status: ExitStatus::FormationEnded,
+        exit_code: 0,
+        error_code: None,
+    })
+    .unwrap();
+    assert_eq!(
+        v,
+        json!({"type": "session_end", "exit_status": "formation_ended", "exit_code": 0})
+    );
+    let v = serde_json::to_value(Event::SessionStart {
+        session_id: "ses_x".into(),
+        capsule: CapsuleRef {
+            name: "hello".into(),
+            version: "0.1.0".into(),
+            sha256: None,
+        },
+        mur_version: "0.1.0".into(),
+        pid: 1,
+        workdir: "/w".into(),
+        records_dir: "/r".into(),
+        formation_id: None,
+        formation_member: None,
+        formation_callees: None,
+    })
+    .unwrap();
+    // Outside a formation no formation key appears at all.
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "capsule",
+            "mur_version",
+            "pid",
+            "records_dir",
+            "session_id",
+            "type",
+            "workdir"
+        ]
+    );
+    let v = serde_json::to_value(Event::TaskState {
+        task_id: "t".into(),
+        from: None,
+        to: TaskState::InputRequired,
+        reason: None,
+    })
+    .unwrap();
+    assert_eq!(v["to"], "input_required");
+    assert!(v.get("from").is_none());
+}
+
+#[test]
+fn timestamps_are_rfc3339_utc_with_milliseconds() {
+    let ts = now();
+    // 2026-12-02T14:40:54.123Z
+    assert_eq!(ts.len(), 24, "{ts}");
+    assert!(ts.ends_with('Z') && ts.as_bytes()[19] == b'.', "{ts}");
+    assert!(humantime::parse_rfc3339(&ts).is_ok(), "{ts}");
+}
+
+#[test]
+fn trace_file_is_owner_only_and_never_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    TraceWriter::create(&path).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let err = TraceWriter::create(&path).unwrap_err();
+    assert_eq!(err.code, catalogue::E_REC_001);
+}
+
+#[test]
+fn a_formation_token_anywhere_in_a_record_is_refused_and_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let writer = TraceWriter::create(&path).unwrap();
+    let token = "mft1.eyJmb3JtYXRpb24iOiJmcm1fMSJ9.c2lnbmF0dXJl";
+    let leaks = [
+        Event::ToolResult {
+            task_id: "t".into(),
+            call_id: "c".into(),
+            tool: "shell".into(),
+            is_error: false,
+            output: token.into(),
+        },
+        Event::ToolCall {
+            task_id: "t".into(),
+            turn: 1,
+            call_id: "c".into(),
+            tool: "http".into(),
+            arguments: json!({"headers": [{"Authorization": format!("Bearer {token}")}]}),
+        },
+        Event::ToolCall {
+            task_id: "t".into(),
+            turn: 1,
+            call_id: "c".into(),
+            tool: "http".into(),
+            arguments: json!({ token: 1 }),
+        },
+    ];
+    for e in leaks {
+        let err = writer.write(e).unwrap_err();
+        assert_eq!(err.code, catalogue::E_REC_002);
+        assert!(!err.message.contains(token), "{}", err.message);
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+    // Refused records take no sequence number.
+    let r = writer
+        .write(Event::FormationEnded {
+            formation_id: "frm_1".into(),
+        })
+        .unwrap();
+    assert_eq!(r.seq, 1);
+}
+
+#[test]
+fn the_prefix_alone_in_prose_is_not_a_token() {
+    assert!(!holds_token(
+        "formation tokens start with mft1. and a payload"
+    ));
+    assert!(!holds_token("mft1."));
+    assert!(holds_token("mft1.abc"));
+    assert!(holds_token("x mft1.-a"));
+}
+
+#[test]
+fn forbidden_session_secrets_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::create(&dir.path().join(FILE_NAME)).unwrap();
+    let operator = "0123456789abcdef0123456789abcdef";
+    writer.forbid(operator);
+    writer.forbid("short"); // ignored: would refuse ordinary words
+    let err = writer
+        .write(Event::A2aTaskReceived {
+            task_id: "t".into(),
+            context_id: None,
+            credential: "operator".into(),
+            text: Some(format!("my token is {operator}, keep it short")),
+        })
+        .unwrap_err();
+    assert_eq!(err.code, catalogue::E_REC_002);
+    writer
+        .write(Event::A2aTaskReceived {
+            task_id: "t".into(),
+            context_id: None,
+            credential: "operator".into(),
+            text: Some("keep it short".into()),
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_cut_last_line_is_dropped_and_a_broken_middle_line_is_an_error() {
+    let good = r#"{"ts":"2026-12-02T14:40:54.123Z","seq":1,"type":"formation_ended","formation_id":"frm_1"}"#;
+    let cut = r#"{"ts":"2026-12-02T14:40:54.124Z","seq":2,"type":"session_e"#;
+    let trace = parse(&format!("{good}\n{cut}"), Path::new("t.jsonl")).unwrap();
+    assert_eq!(trace.records.len(), 1);
+    assert!(trace.partial_tail);
+
+    let trace = parse(&format!("{good}\n{good}\n"), Path::new("t.jsonl")).unwrap();
+    assert_eq!(trace.records.len(), 2);
+    assert!(!trace.partial_tail);
+
+    let err = parse(&format!("{good}\n{cut}\n{good}\n"), Path::new("t.jsonl")).unwrap_err();
+    assert_eq!(err.code, catalogue::E_REC_003);
+    assert_eq!(err.location.as_ref().unwrap().line, 2);
+}
+
+#[test]
+fn append_goes_on_numbering_after_the_last_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let w = TraceWriter::create(&path).unwrap();
+    for _ in 0..3 {
+        w.write(Event::FormationEnded {
+            formation_id: "f".into(),
+        })
+        .unwrap();
+    }
+    drop(w);
+    let w = TraceWriter::append(&path).unwrap();
+    let r = w
+        .write(Event::SessionEnd {
+            exit_status: ExitStatus::Ok,
+            exit_code: 0,
+            error_code: None,
+        })
+        .unwrap();
+    assert_eq!(r.seq, 4);
+    assert_eq!(read(&path).unwrap().records.len(), 4);
+}
+
+#[test]
+fn concurrent_writers_never_interleave_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let w = std::sync::Arc::new(TraceWriter::create(&path).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    w.write(Event::ToolResult {
+                        task_id: format!("t{t}"),
+                        call_id: format!("c{i}"),
+                        tool: "x".into(),
+                        is_error: false,
+                        output: "y".repeat(1000),
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let trace = read(&path).unwrap();
+    assert_eq!(trace.records.len(), 200);
+    let seqs: Vec<u64> = trace.records.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
+}
+
+/// Every string leaf of `v`, by its JSON pointer.
+fn string_pointers(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(_) => out.push(at),
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                string_pointers(item, format!("{at}/{i}"), out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, item) in map {
+                string_pointers(item, format!("{at}/{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_token_in_any_string_field_of_any_record_type_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let writer = TraceWriter::create(&path).unwrap();
+    let token = "mft1.eyJmIjoxfQ.c2ln";
+    let mut tried = 0;
+    for event in every_event() {
+        let value = serde_json::to_value(&event).unwrap();
+        let mut pointers = Vec::new();
+        string_pointers(&value, String::new(), &mut pointers);
+        for pointer in pointers.iter().filter(|p| *p != "/type") {
+            let mut leaked = value.clone();
+            let field = leaked.pointer_mut(pointer).unwrap();
+            // Enum fields (states) only take their words; a token cannot reach them.
+            *field = serde_json::Value::String(format!("x {token}"));
+            let Ok(leaked) = serde_json::from_value::<Event>(leaked) else {
+                continue;
+            };
+            let err = writer.write(leaked).unwrap_err();
+            assert_eq!(err.code, catalogue::E_REC_002, "{pointer}");
+            tried += 1;
+        }
+    }
+    assert!(tried >= 40, "only {tried} fields tried");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+}
+
+#[test]
+fn every_record_renders_on_one_line() {
+    let lines: Vec<String> = every_event()
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| {
+            Record {
+                ts: "2026-12-02T14:40:54.123Z".into(),
+                seq: i as u64 + 1,
+                event,
+            }
+            .to_string()
+        })
+        .collect();
+    for l in &lines {
+        assert!(!l.contains('\n') && l.starts_with("14:40:54.123 #"), "{l}");
+    }
+    assert_eq!(
+        lines[0],
+        "14:40:54.123 #1    session_start     ses_0199c4e2f1b7712a9d3e4f5061728394 local/coder 1.2.0 pid 4242 in frm_0199c4e2f1b7712a9d3e4f5061728394 as coder"
+    );
+    assert_eq!(
+        lines[2],
+        "14:40:54.123 #3    task_state        t1 working -> input_required: which file?"
+    );
+    assert_eq!(
+        lines[9],
+        "14:40:54.123 #10   session_end       canceled exit 1 E-RUN-040"
+    );
+}
