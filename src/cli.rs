@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::{explain, lock, pack, scaffold, store};
+use crate::{explain, lock, pack, scaffold, session, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -28,6 +28,14 @@ pub enum Command {
     Ls(store::ls::LsArgs),
     /// Pin name, version and sha256 of what the project uses in murmur.lock.
     Lock(lock::LockArgs),
+    /// Run a capsule as a session serving its door; with --roster, launch a formation.
+    Run(session::RunArgs),
+    /// Send SIGTERM to a session (ses_…), or to a formation's launcher (frm_…).
+    Stop(session::ops::StopArgs),
+    /// List live sessions.
+    Ps(session::ops::PsArgs),
+    /// Read traces: `mur trace show <ses_id|frm_id>`.
+    Trace(session::ops::TraceArgs),
 }
 
 /// Runs the parsed command; returns the process exit status.
@@ -39,6 +47,10 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Install(args) => store::install::run(&args),
         Command::Ls(args) => store::ls::run(&args),
         Command::Lock(args) => lock::run(&args),
+        Command::Run(args) => session::run(&args),
+        Command::Stop(args) => session::ops::stop(&args),
+        Command::Ps(args) => session::ops::ps(&args),
+        Command::Trace(args) => session::ops::trace(&args),
     }
 }
 

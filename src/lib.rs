@@ -23,6 +23,7 @@ pub mod records;
 pub mod retention;
 pub mod running;
 pub mod scaffold;
+pub mod session;
 pub mod store;
 pub mod timing;
 pub mod trace;
