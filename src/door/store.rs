@@ -406,7 +406,7 @@ fn set_status(state: &mut State, id: &str, new: TaskState, message: Option<Messa
     };
     let old_rev = entry.rev;
     entry.rev = rev;
-    let _ = entry.state.send(new);
+    entry.state.send_replace(new);
     let _ = entry
         .events
         .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
