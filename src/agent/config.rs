@@ -80,6 +80,41 @@ pub struct ProcessConfig {
     pub stderr: Option<PathBuf>,
 }
 
+/// The environment a session gives its process harness: its folders, and the
+/// variables `capabilities.env.allow` names that mur's own environment has.
+///
+/// | Variable | Value |
+/// |---|---|
+/// | `HOME` | the records directory's home/ |
+/// | `TMPDIR` | its tmp/ |
+/// | `MURMUR_SESSION_ID` | the session id |
+/// | `MURMUR_WORKDIR` | the work folder, where the agent works |
+/// | `MURMUR_OUT` | the records directory's out/ |
+///
+/// An allowed name that is one of these, or starts with `MURMUR_`, is not passed:
+/// the runtime owns them.
+pub fn harness_env(
+    records: &crate::records::Records,
+    workdir: &Path,
+    allow: &[String],
+) -> Vec<(String, String)> {
+    let path = |p: PathBuf| p.to_string_lossy().into_owned();
+    let mut env = vec![
+        ("HOME".to_string(), path(records.home_dir())),
+        ("TMPDIR".to_string(), path(records.tmp_dir())),
+        ("MURMUR_SESSION_ID".to_string(), records.session_id.clone()),
+        ("MURMUR_WORKDIR".to_string(), path(workdir.to_path_buf())),
+        ("MURMUR_OUT".to_string(), path(records.out_dir())),
+    ];
+    for name in allow {
+        let owned = name.starts_with("MURMUR_") || env.iter().any(|(k, _)| k == name);
+        if !owned && let Ok(value) = std::env::var(name) {
+            env.push((name.clone(), value));
+        }
+    }
+    env
+}
+
 /// Builds the transport for one task. `Err` names what is missing.
 pub fn transport(config: &TransportConfig) -> Result<Box<dyn Transport>, String> {
     match config {
@@ -112,6 +147,23 @@ pub fn transport(config: &TransportConfig) -> Result<Box<dyn Transport>, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn harness_env_names_the_folders_and_only_allowed_variables() {
+        let r = crate::records::Records::open("/r/ses_1".into());
+        // PATH is always set in a test run; HOME and MURMUR_X may not be passed on.
+        let allow = ["PATH", "HOME", "MURMUR_X", "MUR_TEST_SURELY_UNSET"].map(String::from);
+        let env = harness_env(&r, Path::new("/w"), &allow);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("HOME"), Some("/r/ses_1/home"));
+        assert_eq!(get("TMPDIR"), Some("/r/ses_1/tmp"));
+        assert_eq!(get("MURMUR_SESSION_ID"), Some("ses_1"));
+        assert_eq!(get("MURMUR_WORKDIR"), Some("/w"));
+        assert_eq!(get("MURMUR_OUT"), Some("/r/ses_1/out"));
+        assert!(get("PATH").is_some());
+        assert_eq!(env.iter().filter(|(k, _)| k == "HOME").count(), 1);
+        assert!(get("MURMUR_X").is_none() && get("MUR_TEST_SURELY_UNSET").is_none());
+    }
 
     #[test]
     fn manifest_transports_convert() {

@@ -23,7 +23,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use artifact::{Artifact, FileContent, Part};
-pub use config::{ProcessConfig, TransportConfig, transport};
+pub use config::{ProcessConfig, TransportConfig, harness_env, transport};
 pub use looping::{Agent, AgentSpec};
 pub use prompt::{PromptParts, system_prompt};
 

@@ -76,7 +76,26 @@ impl ProcessTransport {
         };
         let path =
             std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-        let mut child = Command::new(&program)
+        let mut command = Command::new(&program);
+        // Backstop for a mur that is SIGKILLed and so cannot shut its harness down:
+        // the kernel kills the harness when the thread that started it dies (a
+        // runtime worker, which lives as long as the session's runtime).
+        let parent = std::process::id();
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // two async-signal-safe system calls (prctl, getppid).
+        unsafe {
+            command.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                // mur may have died before the signal was armed.
+                if nix::unistd::getppid().as_raw() as u32 != parent {
+                    return Err(std::io::Error::other(
+                        "mur exited while starting the harness",
+                    ));
+                }
+                Ok(())
+            });
+        }
+        let mut child = command
             .args(&cfg.command[1..])
             .current_dir(&cfg.cwd)
             .env_clear()

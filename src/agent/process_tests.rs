@@ -421,3 +421,114 @@ async fn a_harness_that_closes_its_output_but_lives_on_fails_the_task_promptly()
         started.elapsed()
     );
 }
+
+/// A call-member stand-in for the documented harness.
+struct Member;
+
+impl Tool for Member {
+    fn name(&self) -> &str {
+        crate::agent::CALL_MEMBER
+    }
+    fn description(&self) -> &str {
+        "Calls a member."
+    }
+    fn input_schema(&self) -> Value {
+        crate::agent::call_member_schema()
+    }
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::ok(format!("{} wrote it", call.arguments["member"])) })
+    }
+}
+
+#[tokio::test]
+async fn the_minimal_harness_in_docs_agent_md_works_as_documented() {
+    let doc = include_str!("../../docs/agent.md");
+    let after = &doc[doc
+        .find("A minimal harness:")
+        .expect("the doc shows a harness")..];
+    let start = after.find("```sh\n").unwrap() + "```sh\n".len();
+    let script = &after[start..start + after[start..].find("```").unwrap()];
+    let s = Setup::new(script);
+    let config = ProcessConfig {
+        command: vec!["sh".into(), "harness.sh".into()],
+        cwd: s.dir.path().to_path_buf(),
+        env: vec![],
+        stderr: None,
+    };
+    let mut agent = Agent::new(AgentSpec {
+        task_id: "t".into(),
+        system: String::new(),
+        max_turns: 4,
+        tools: vec![Arc::new(Member)],
+        transport: Box::new(ProcessTransport::new(config).unwrap()),
+        trace: None,
+    });
+    let outcome = agent.send("build it", &CancellationToken::new()).await;
+    let Outcome::Completed { message, artifacts } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(message.as_deref(), Some("done"));
+    assert_eq!(artifacts[0].parts, [Part::Text("ok".into())]);
+    let Some(crate::agent::Message::Tool { output, .. }) = agent.conversation().messages.get(2)
+    else {
+        panic!("no tool result")
+    };
+    assert_eq!(output, "\"coder\" wrote it");
+}
+
+/// Run only as the child of the test below: starts a harness that never answers.
+#[tokio::test]
+#[ignore = "a helper process for harness_dies_with_a_killed_mur"]
+async fn helper_run_a_harness_forever() {
+    let Some(dir) = std::env::var_os("MUR_TEST_HARNESS_DIR") else {
+        return;
+    };
+    let config = ProcessConfig {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 120".into(),
+        ],
+        cwd: dir.into(),
+        env: vec![],
+        stderr: None,
+    };
+    let mut agent = Agent::new(AgentSpec {
+        task_id: "t".into(),
+        system: String::new(),
+        max_turns: 1,
+        tools: vec![],
+        transport: Box::new(ProcessTransport::new(config).unwrap()),
+        trace: None,
+    });
+    agent.send("x", &CancellationToken::new()).await;
+}
+
+#[tokio::test]
+async fn harness_dies_with_a_killed_mur() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut mur = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "agent::process::tests::helper_run_a_harness_forever",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env("MUR_TEST_HARNESS_DIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid: u32 = wait_for_file(&dir.path().join("pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    mur.kill().unwrap(); // SIGKILL: no shutdown, no Drop
+    mur.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "harness {pid} outlived mur");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
