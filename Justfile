@@ -11,6 +11,10 @@ build:
 test:
     cargo test
 
+# Benchmarks: admission of a 64-member roster (goal < 20 ms; docs/roster.md).
+bench:
+    cargo bench
+
 # Formatting and lints, as CI runs them.
 lint:
     cargo fmt --all --check

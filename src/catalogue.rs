@@ -172,13 +172,13 @@ catalogue! {
         "Declare network.authentication in every member's murmur.yaml.";
     E_ROS_007 = "E-ROS-007", "Member not installed",
         "A member's capsule is not installed at its version in the project store or the global store, or its packed murmur.yaml does not parse.",
-        "Install it with `mur install`, then run `mur doctor` again.";
+        "Install it with `mur install` in the roster's folder (or `mur install --global`), then run `mur doctor` again.";
     E_ROS_008 = "E-ROS-008", "Rule calls the entry member",
         "A reachability rule lists the entry member in `to`; the entry member is never called by a peer.",
         "To have a member report to the entry member, let the entry member call it.";
     W_ROS_001 = "W-ROS-001", "More callers than a member holds",
         "More members may call this member than its lifecycle holds tasks at once; calls may wait for it.",
-        "Raise lifecycle.queue_depth to the number the warning names.";
+        "Set lifecycle.task_acceptance: queue and lifecycle.queue_depth to the number the warning names, in that member's murmur.yaml.";
 
     // ---- E-REC: a session's records, trace and running record ---------------
     E_REC_001 = "E-REC-001", "Records cannot be written",

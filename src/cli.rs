@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::{explain, lock, pack, scaffold, session, store};
+use crate::{doctor, explain, lock, pack, scaffold, session, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -36,6 +36,8 @@ pub enum Command {
     Ps(session::ops::PsArgs),
     /// Read traces: `mur trace show <ses_id|frm_id>`.
     Trace(session::ops::TraceArgs),
+    /// Admit a roster and report the result: members, edges, warnings, or the refusal.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Runs the parsed command; returns the process exit status.
@@ -51,6 +53,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Stop(args) => session::ops::stop(&args),
         Command::Ps(args) => session::ops::ps(&args),
         Command::Trace(args) => session::ops::trace(&args),
+        Command::Doctor(args) => doctor::run(&args),
     }
 }
 

@@ -4,15 +4,18 @@
 //! and each concern of the roster schema lives in the module named after it.
 
 pub mod a2a;
+pub mod admission;
 pub mod agent;
 pub mod catalogue;
 pub mod channel;
 pub mod cli;
 pub mod credential;
 pub mod diag;
+pub mod doctor;
 pub mod door;
 pub mod explain;
 pub mod formation;
+pub mod host;
 pub mod lifeline;
 pub mod lock;
 pub mod manifest;
@@ -21,6 +24,7 @@ pub mod paths;
 pub mod readiness;
 pub mod records;
 pub mod retention;
+pub mod roster;
 pub mod running;
 pub mod scaffold;
 pub mod session;

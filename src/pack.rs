@@ -180,10 +180,18 @@ fn walk(
         } else {
             format!("{prefix}/{file_name}")
         };
-        let link = entry
+        let kind = entry
             .file_type()
-            .map_err(|e| io_fault(&path, &e.to_string()))?
-            .is_symlink();
+            .map_err(|e| io_fault(&path, &e.to_string()))?;
+        let link = kind.is_symlink();
+        // Skipped before any symlink is followed: a `target` linked to a shared build
+        // folder elsewhere is skipped, not refused.
+        let skipped = file_name == ".git"
+            || (SKIPPED_DIRS.contains(&file_name.as_str()) && (kind.is_dir() || link))
+            || (file_name.ends_with(store::EXTENSION) && (kind.is_file() || link));
+        if skipped {
+            continue;
+        }
         // Resolve a symlink to what it names, which must be inside the folder.
         let real = if link {
             let target = path.canonicalize().map_err(|e| {
@@ -209,13 +217,7 @@ fn walk(
             path.clone()
         };
         let meta = std::fs::metadata(&real).map_err(|e| io_fault(&path, &e.to_string()))?;
-        if file_name == ".git" || (file_name.ends_with(store::EXTENSION) && meta.is_file()) {
-            continue;
-        }
         if meta.is_dir() {
-            if SKIPPED_DIRS.contains(&file_name.as_str()) {
-                continue;
-            }
             if open.contains(&real) {
                 return Err(Diagnostic::new(
                     E_PAK_002,

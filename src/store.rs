@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::catalogue::{E_RUN_047, E_STO_001, E_STO_004};
 use crate::diag::{Diagnostic, Result};
-use crate::paths;
+use crate::{manifest, paths};
 
 pub mod install;
 pub mod ls;
@@ -224,20 +224,15 @@ pub fn split_name(name: &str) -> Option<(&str, &str)> {
     (valid_word(scope) && valid_word(short)).then_some((scope, short))
 }
 
-/// `^[a-z][a-z0-9-]{0,63}$`: a capsule name or a scope.
+/// `^[a-z][a-z0-9-]{0,63}$`: a capsule name or a scope (the manifest's rule).
 pub fn valid_word(word: &str) -> bool {
-    let mut chars = word.chars();
-    word.len() <= 64
-        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    manifest::rules::capsule_name(word).is_ok()
 }
 
-/// A version that is safe as a file name: `^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$`.
+/// An exact version that is safe as a file name, by the manifest's rule:
+/// `^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$`, and not `latest`, `stable` or `edge`.
 pub fn valid_version(version: &str) -> bool {
-    let mut chars = version.chars();
-    version.len() <= 64
-        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '_' | '-'))
+    manifest::rules::version(version).is_ok()
 }
 
 /// Orders versions as semver does where it can: dot-separated parts, numbers as

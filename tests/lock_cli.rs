@@ -117,13 +117,13 @@ fn lock_with_nothing_installed_writes_an_empty_lock() {
     "",
     "  - name: local/ghost\n    version: 1.0.0\n",
     "E-REG-002",
-    "murmur.yaml"
+    "murmur.yaml:7:5"
 )]
 #[case::two_versions_asked(
     ROSTER,
     "  - name: local/coder\n    version: 9.9.9\n",
     "E-REG-006",
-    "murmur.yaml"
+    "murmur.yaml:7:5"
 )]
 #[case::bare_capsule_name(&ROSTER.replace("local/coder", "coder"), "", "E-ROS-001", "roster.yaml:8:14")]
 #[case::roster_not_yaml("members: [\n", "", "E-ROS-001", "roster.yaml:2:1")]

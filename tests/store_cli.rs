@@ -297,3 +297,101 @@ fn install_faults(#[case] fault: &str, #[case] code: &str) {
         assert!(!w.home.exists(), "HOME was made");
     }
 }
+
+#[test]
+fn pack_refuses_a_symlink_out_of_the_capsule_and_writes_nothing() {
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    std::fs::write(w.path("secret.txt"), "s3cret").unwrap();
+    std::os::unix::fs::symlink(w.path("secret.txt"), w.path("src/docs/secret.txt")).unwrap();
+    let o = w
+        .mur()
+        .arg("pack")
+        .arg(w.path("src"))
+        .arg("--out")
+        .arg(w.path("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("error[E-PAK-002]"), "{err}");
+    assert!(err.contains("docs/secret.txt"), "{err}");
+    assert!(!w.path("out").exists());
+}
+
+#[test]
+fn ls_refuses_an_unreadable_store() {
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    w.mur().arg("install").arg(w.path("src")).assert().success();
+    let mut cmd = w.mur_unprivileged();
+    std::fs::set_permissions(
+        w.proj.join(".murmur/artifacts"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    let o = cmd.arg("ls").output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("error[E-STO-001]"), "{}", stderr(&o));
+}
+
+/// A real kill in the middle of an install: with RLIMIT_FSIZE below the artifact's
+/// size, the kernel kills `mur` (SIGXFSZ) while it writes the temporary file. The
+/// store then holds no artifact, only the dot-named leftover, which `ls` ignores, and
+/// the next install goes through.
+#[test]
+fn an_install_killed_while_writing_leaves_no_artifact() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let w = World::new();
+    write_capsule(&w.path("src"), "coder", "1.2.0");
+    // 256 KiB that deflate cannot shrink.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: Vec<u8> = (0..256 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(w.path("src/noise.bin"), noise).unwrap();
+    let mut cmd = w.std_mur(&w.proj);
+    cmd.arg("install").arg(w.path("src"));
+    // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let fsize = libc::rlimit {
+                rlim_cur: 64 * 1024,
+                rlim_max: 64 * 1024,
+            };
+            let core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &fsize) != 0
+                || libc::setrlimit(libc::RLIMIT_CORE, &core) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let status = cmd.status().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGXFSZ), "{status:?}");
+    let dir = w.proj.join(".murmur/artifacts/local/coder");
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].starts_with('.') && left[0].ends_with(".partial"),
+        "{left:?}"
+    );
+    let o = w.mur().args(["ls", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "[]");
+    let o = w.mur().arg("install").arg(w.path("src")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.join("1.2.0.mur.zip").is_file());
+}

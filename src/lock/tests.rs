@@ -206,9 +206,9 @@ fn several_installed_versions_pin_the_highest_with_a_warning() {
     String::new(),
     "  - name: local/ghost\n    version: 1.0.0\n",
     catalogue::E_REG_002,
-    None
+    Some((7, 5))
 )]
-#[case::two_versions_asked(ROSTER.to_string(), "  - name: local/coder\n    version: 1.3.0\n", catalogue::E_REG_006, None)]
+#[case::two_versions_asked(ROSTER.to_string(), "  - name: local/coder\n    version: 1.3.0\n", catalogue::E_REG_006, Some((7, 5)))]
 #[case::bare_capsule_name(ROSTER.replace("local/coder", "coder"), "", catalogue::E_ROS_001, Some((8, 14)))]
 #[case::roster_not_yaml("members: [\n".to_string(), "", catalogue::E_ROS_001, Some((2, 1)))]
 #[case::roster_member_without_version(ROSTER.replace("    version: 1.2.0\n", ""), "", catalogue::E_ROS_001, Some((7, 5)))]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{FILE_NAME, Lock, Pin};
-use crate::catalogue::{E_REG_002, E_REG_006, E_REG_007, E_ROS_001, W_REG_001};
+use crate::catalogue::{E_MAN_001, E_REG_002, E_REG_006, E_REG_007, E_ROS_001, W_REG_001};
 use crate::diag::{Diagnostic, Location, Result};
 use crate::manifest;
 use crate::store::{self, StoreKind, Stores};
@@ -222,20 +222,42 @@ fn roster_wants(project: &Path) -> Result<Vec<Want>> {
     Ok(wants)
 }
 
-/// The `artifacts[]` of the project's murmur.yaml.
+/// The `artifacts[]` of the project's murmur.yaml, each with the line it starts on.
 fn manifest_wants(project: &Path) -> Result<Vec<Want>> {
     let file = project.join(manifest::FILE_NAME);
     if !file.exists() {
         return Ok(Vec::new());
     }
     let m = manifest::load(&file)?;
+    // The manifest keeps no positions; the same text read again gives them.
+    let places: Vec<Location> = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|text| yaml::parse(&text, &file, E_MAN_001).ok())
+        .and_then(|root| match root.value {
+            Value::Map(entries) => entries
+                .into_iter()
+                .find(|(k, _)| k.text() == Some("artifacts"))
+                .map(|(_, v)| v),
+            _ => None,
+        })
+        .and_then(|list| match list.value {
+            Value::Seq(items) => Some(
+                items
+                    .iter()
+                    .map(|i| Location::new(&file, i.line, i.column))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default();
     Ok(m.artifacts
         .into_iter()
-        .map(|a| Want {
+        .enumerate()
+        .map(|(i, a)| Want {
             origin: format!("{} artifacts[]", manifest::FILE_NAME),
             name: a.name,
             version: a.version,
-            place: None,
+            place: places.get(i).cloned(),
             file: file.clone(),
         })
         .collect())

@@ -139,6 +139,7 @@ pub fn unpack(zip: &Path, dest: &Path) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    std::fs::create_dir_all(&parent).map_err(|e| io_fault(&parent, &e))?;
     let staging = tempfile::Builder::new()
         .prefix(".unpack-")
         .tempdir_in(&parent)

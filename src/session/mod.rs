@@ -64,7 +64,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "SES_ID", conflicts_with_all = ["roster", "capsule"])]
     pub resume: Option<String>,
     /// Launch the formation of this roster.yaml (default: ./roster.yaml).
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "roster.yaml")]
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = ".")]
     pub roster: Option<PathBuf>,
 }
 
@@ -142,10 +142,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 }
 
 /// `mur run --roster`: the formation launcher lives in `crate::formation`.
-fn run_roster(_args: &RunArgs) -> Result<i32> {
-    Err(Diagnostic::new(
-        E_RUN_002,
-        "mur run --roster is not wired into this build yet",
-    )
-    .hint("Run each capsule with `mur run --capsule <NAME> --capsule-version <V>`."))
+fn run_roster(args: &RunArgs) -> Result<i32> {
+    crate::formation::run_roster(&crate::formation::RosterLaunch {
+        roster: args.roster.clone().unwrap_or_else(|| PathBuf::from(".")),
+        // As given: the entry member shares the launcher's folder and reads a file there.
+        task: args.task.clone(),
+        deadline: args.deadline,
+    })
 }

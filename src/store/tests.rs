@@ -227,7 +227,16 @@ fn names_and_versions() {
     for good in ["1.2.0", "1.10", "2.0.0-rc.1+build_5", "v1"] {
         assert!(valid_version(good), "{good}");
     }
-    for bad in ["", ".1", "1/2", "..", "-1", "1 2", &"9".repeat(65)] {
+    for bad in [
+        "",
+        ".1",
+        "1/2",
+        "..",
+        "-1",
+        "1 2",
+        "latest",
+        &"9".repeat(65),
+    ] {
         assert!(!valid_version(bad), "{bad}");
     }
     assert_eq!(compare_versions("1.9.0", "1.10.0"), Ordering::Less);
@@ -245,4 +254,65 @@ fn names_and_versions() {
         artifact_path(Path::new("/s"), "local/coder", "1.2.0"),
         Some(PathBuf::from("/s/local/coder/1.2.0.mur.zip"))
     );
+}
+
+/// Two installs racing on one name and version with other bytes: exactly one wins,
+/// the other is refused, and the winner's bytes are what is stored.
+#[test]
+fn racing_installs_never_overwrite_each_other() {
+    let (_dir, stores) = stores();
+    let a = packed("coder", "1.2.0");
+    let mut b = a.clone();
+    b.push(b'\n');
+    let barrier = std::sync::Barrier::new(2);
+    let run = |bytes: &[u8]| {
+        barrier.wait();
+        put(
+            &stores,
+            StoreKind::Project,
+            "local/coder",
+            "1.2.0",
+            bytes,
+            false,
+        )
+    };
+    let (ra, rb) = std::thread::scope(|s| {
+        let ta = s.spawn(|| run(&a));
+        let tb = s.spawn(|| run(&b));
+        (ta.join().unwrap(), tb.join().unwrap())
+    });
+    let (winner, loser) = match (&ra, &rb) {
+        (Ok(Outcome::Installed(_)), Err(e)) => (&a, e),
+        (Err(e), Ok(Outcome::Installed(_))) => (&b, e),
+        other => panic!("not one winner: {other:?}"),
+    };
+    assert_eq!(loser.code, catalogue::E_STO_003, "{loser}");
+    let stored = stores.project.join("local/coder/1.2.0.mur.zip");
+    assert_eq!(&std::fs::read(stored).unwrap(), winner);
+}
+
+#[test]
+fn an_install_sweeps_day_old_leftovers_only() {
+    let (_dir, stores) = stores();
+    let dir = stores.project.join("local/coder");
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = dir.join(".tmpOld.partial");
+    let fresh = dir.join(".tmpNew.partial");
+    std::fs::write(&old, b"x").unwrap();
+    std::fs::write(&fresh, b"x").unwrap();
+    let two_days = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(two_days)
+        .unwrap();
+    install(
+        &stores,
+        StoreKind::Project,
+        "coder",
+        &packed("coder", "1.2.0"),
+    );
+    assert!(!old.exists());
+    assert!(fresh.exists(), "an install in progress may own it");
 }

@@ -73,6 +73,9 @@ pub fn put(
         store: kind,
         path: path.clone(),
     };
+    if written.is_ok() {
+        sweep_leftovers(&dir);
+    }
     match written {
         Ok(true) => Ok(match existing {
             Some(old) => Outcome::Replaced {
@@ -137,6 +140,31 @@ fn write_file(dir: &Path, path: &Path, bytes: &[u8], replace: bool) -> io::Resul
     // The rename is durable only once the folder holding it is.
     std::fs::File::open(dir)?.sync_all()?;
     Ok(true)
+}
+
+/// Temporary files older than this are leftovers of killed installs; no install
+/// takes this long.
+const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Removes the leftovers of killed installs from an artifact's folder. Best effort:
+/// look-ups ignore them anyway.
+fn sweep_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > LEFTOVER_AGE);
+        if name.starts_with('.') && name.ends_with(".partial") && stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// `create_dir_all` that returns the folders it made, top first, so a failed install

@@ -1,0 +1,99 @@
+//! Admission of a 64-member roster with `reachability: all` (3969 edges), every member
+//! installed with the real `mur install` in a temporary project store. Prints the
+//! median of repeated admissions. Goal: under 20 ms. Run with `just bench`.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const MEMBERS: usize = 64;
+const RUNS: usize = 40;
+
+fn main() {
+    let home = tempfile::tempdir().expect("temp HOME");
+    let project = tempfile::tempdir().expect("temp project");
+    // Single-threaded here, before anything reads the environment.
+    unsafe { std::env::set_var("HOME", home.path()) };
+
+    let mut folders = Vec::with_capacity(MEMBERS);
+    let mut roster = String::from("roster_version: 1\nmembers:\n");
+    for i in 0..MEMBERS {
+        let name = format!("member-{i:02}");
+        let folder = home.path().join("src").join(&name);
+        std::fs::create_dir_all(&folder).expect("capsule folder");
+        std::fs::write(
+            folder.join("murmur.yaml"),
+            format!(
+                "name: {name}\nversion: 1.0.0\ndescription: Bench member {i}.\nagent:\n  transport: builtin\n\
+                 exports:\n  peer_tasks:\n    accept: true\nnetwork:\n  authentication: {{}}\n"
+            ),
+        )
+        .expect("murmur.yaml");
+        folders.push(folder);
+        roster.push_str(&format!(
+            "  - name: {name}\n    capsule: local/{name}\n    version: 1.0.0\n{}",
+            if i == 0 { "    entry: true\n" } else { "" }
+        ));
+    }
+    roster.push_str("reachability: all\n");
+    let status = Command::new(env!("CARGO_BIN_EXE_mur"))
+        .arg("install")
+        .args(&folders)
+        .current_dir(project.path())
+        .env("HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("mur install");
+    assert!(status.success(), "mur install failed");
+    let file = project.path().join("roster.yaml");
+    std::fs::write(&file, roster).expect("roster.yaml");
+
+    let admit = |file: &Path| mur::admission::admit(file).unwrap_or_else(|d| panic!("{d}"));
+    let first = admit(&file);
+    assert_eq!(first.members.len(), MEMBERS);
+    assert_eq!(first.edges.len(), (MEMBERS - 1) * (MEMBERS - 1));
+
+    let median = |f: &dyn Fn()| {
+        let mut times: Vec<Duration> = (0..RUNS)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed()
+            })
+            .collect();
+        times.sort();
+        times
+    };
+    let times = median(&|| {
+        black_box(admit(black_box(&file)));
+    });
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    // Where the time goes: the roster alone (checks 1-5), and the store look-ups with
+    // their packed manifests (check 6).
+    let shape = median(&|| {
+        black_box(mur::roster::load(black_box(&file)).expect("roster"));
+    });
+    let stores = median(&|| {
+        for m in &first.members {
+            let found = mur::store::find(project.path(), &m.installed.name, &m.installed.version)
+                .expect("find")
+                .expect("installed");
+            black_box(mur::pack::read_manifest(&found.path).expect("manifest"));
+        }
+    });
+    println!(
+        "admission of {MEMBERS} members, reachability: all ({} edges, {} warnings): \
+         median {:.2} ms (min {:.2}, max {:.2}, {RUNS} runs; goal < 20 ms)",
+        first.edges.len(),
+        first.warnings.len(),
+        ms(times[RUNS / 2]),
+        ms(times[0]),
+        ms(times[RUNS - 1]),
+    );
+    println!(
+        "  of which: roster.yaml and checks 1-5 median {:.2} ms; store look-ups and packed manifests median {:.2} ms",
+        ms(shape[RUNS / 2]),
+        ms(stores[RUNS / 2]),
+    );
+}

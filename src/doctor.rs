@@ -1,0 +1,139 @@
+//! `mur doctor`: admits a roster and reports the result (docs/roster.md).
+//!
+//! Admitted: each member with its store, version and sha256, the edges and any
+//! warnings, on stdout; exit 0. Refused: the code, the member or rule at fault,
+//! file:line:column and a hint, on stderr (or in the `--json` object); exit 1.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::admission::{self, Admitted};
+use crate::diag::Result;
+use crate::roster::{self, Fault, Refusal};
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The roster to admit: a roster file, or a folder that holds roster.yaml.
+    /// Default: roster.yaml in the current folder.
+    #[arg(long, value_name = "PATH")]
+    pub roster: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of the report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &DoctorArgs) -> Result<i32> {
+    let path = args
+        .roster
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(roster::FILE_NAME));
+    let file = roster::resolve(&path);
+    let outcome = admission::admit_report(&file);
+    let status = i32::from(outcome.is_err());
+    let mut out = std::io::stdout().lock();
+    // A closed stdout is not the roster's fault: the exit status still tells.
+    let _ = match (&outcome, args.json) {
+        (_, true) => writeln!(out, "{}", to_json(&file, &outcome)),
+        (Ok(admitted), false) => write!(out, "{}", report(admitted)),
+        (Err(refusal), false) => {
+            eprintln!("{}: refused\n{}", file.display(), refusal.diagnostic);
+            Ok(())
+        }
+    };
+    Ok(status)
+}
+
+/// The human report of an admitted roster.
+pub fn report(a: &Admitted) -> String {
+    let mut s = format!(
+        "{}: admitted ({} member{}, {} edge{}, {} warning{})\n\nmembers:\n",
+        a.roster.file.display(),
+        a.members.len(),
+        plural(a.members.len()),
+        a.edges.len(),
+        plural(a.edges.len()),
+        a.warnings.len(),
+        plural(a.warnings.len()),
+    );
+    let width = a.members.iter().map(|m| m.name.len()).max().unwrap_or(0);
+    let capsule_width = a
+        .members
+        .iter()
+        .map(|m| m.installed.name.len() + 1 + m.installed.version.len())
+        .max()
+        .unwrap_or(0);
+    for m in &a.members {
+        let capsule = format!("{} {}", m.installed.name, m.installed.version);
+        s.push_str(&format!(
+            "  {:width$}  {:5}  {:capsule_width$}  {:7}  sha256:{}\n",
+            m.name,
+            if m.entry { "entry" } else { "" },
+            capsule,
+            m.installed.store.to_string(),
+            m.installed.sha256,
+        ));
+    }
+    s.push_str("\nedges:\n");
+    if a.edges.is_empty() {
+        s.push_str("  none\n");
+    }
+    for (from, to) in &a.edges {
+        s.push_str(&format!("  {from} -> {to}\n"));
+    }
+    s.push_str("\nwarnings:\n");
+    if a.warnings.is_empty() {
+        s.push_str("  none\n");
+    }
+    for w in &a.warnings {
+        for line in w.to_string().lines() {
+            s.push_str(&format!("  {line}\n"));
+        }
+    }
+    s
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// The one `--json` object, admitted or refused.
+pub fn to_json(file: &std::path::Path, outcome: &Result<Admitted, Refusal>) -> Value {
+    match outcome {
+        Ok(a) => json!({
+            "roster": a.roster.file.display().to_string(),
+            "admitted": true,
+            "project_dir": a.project_dir.display().to_string(),
+            "members": a.members.iter().map(|m| json!({
+                "name": m.name,
+                "entry": m.entry,
+                "capsule": m.installed.name,
+                "version": m.installed.version,
+                "store": m.installed.store.to_string(),
+                "sha256": m.installed.sha256,
+                "path": m.installed.path.display().to_string(),
+            })).collect::<Vec<_>>(),
+            "edges": a.edges.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
+            "warnings": a.warnings.iter().map(|w| w.to_json()).collect::<Vec<_>>(),
+        }),
+        Err(r) => {
+            let mut error = r.diagnostic.to_json();
+            error["at_fault"] = match &r.fault {
+                Fault::Roster => json!({"kind": "roster"}),
+                Fault::Member { index, name } => {
+                    json!({"kind": "member", "index": index + 1, "name": name})
+                }
+                Fault::Rule { index, from } => {
+                    json!({"kind": "rule", "index": index + 1, "from": from})
+                }
+            };
+            json!({
+                "roster": file.display().to_string(),
+                "admitted": false,
+                "error": error,
+            })
+        }
+    }
+}

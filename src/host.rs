@@ -1,0 +1,34 @@
+//! Host warnings (W-SEC-013): protections mur relies on that this host lacks. A
+//! launcher prints them once for its whole formation and tells every member so
+//! (`MURMUR_HOST_WARNINGS_REPORTED=1`); a lone `mur run` prints them itself.
+
+use crate::catalogue::W_SEC_013;
+use crate::diag::Diagnostic;
+
+/// `MURMUR_HOST_WARNINGS_REPORTED`
+pub const REPORTED_ENV: &str = "MURMUR_HOST_WARNINGS_REPORTED";
+
+/// The warnings that apply to this host now.
+pub fn warnings() -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    if nix::unistd::geteuid().is_root() {
+        out.push(
+            Diagnostic::new(
+                W_SEC_013,
+                "mur runs as root: capsules' harnesses, shell commands and hooks run with root's privileges",
+            )
+            .hint("Run mur as an ordinary user; a capsule's capabilities do not confine a root process."),
+        );
+    }
+    out
+}
+
+/// Prints the host warnings to stderr unless a launcher already reported them.
+pub fn report_unless_reported() {
+    if std::env::var(REPORTED_ENV).is_ok_and(|v| v == "1") {
+        return;
+    }
+    for w in warnings() {
+        eprintln!("{w}");
+    }
+}
