@@ -183,7 +183,7 @@ fn sigterm_mid_task_cancels_it_with_e_run_040() {
         .args(capsule_args("sleeper"))
         .args(["--task", "Sleep."]);
     let s = Session::spawn(cmd);
-    let id = wait_record(&w, "task_state");
+    let id = wait_harness(&w);
     s.signal(Signal::SIGTERM);
     let (code, stderr) = s.wait(Duration::from_secs(30));
     assert_eq!(code, 1, "{stderr}");
@@ -209,7 +209,7 @@ fn a_second_sigterm_exits_143_at_once() {
     let id = ready["session_id"].as_str().unwrap().to_string();
     let door = ready["door"].as_str().unwrap().to_string();
     let token = w.token(&id);
-    wait_record(&w, "task_state");
+    wait_harness(&w);
     s.signal(Signal::SIGTERM);
     // The wind-down has begun once the door reports the task canceled; the harness
     // ignores SIGTERM, so teardown now waits for it.

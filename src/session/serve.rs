@@ -69,6 +69,9 @@ impl Lifecycle {
 /// Runs `mur run` (not `--roster`). Refusals before the session exists are `Err`;
 /// once its records exist every end is reported in them and the status returned.
 pub async fn session(args: &RunArgs) -> Result<i32> {
+    // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
+    // must wind the session down, never kill it with the default action.
+    let signals = Signals::new();
     let out = Arc::new(Output::new());
     let task_text = args.task_text()?;
     let resumed = match &args.resume {
@@ -115,6 +118,7 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         lifecycle,
         deadline,
         task_text,
+        signals: Some(signals),
     };
     stage.run().await
 }
@@ -147,6 +151,7 @@ struct Stage<'a> {
     lifecycle: Lifecycle,
     deadline: Option<SystemTime>,
     task_text: Option<String>,
+    signals: Option<Signals>,
 }
 
 /// A session whose records, door and running record exist.
@@ -229,14 +234,15 @@ impl Stage<'_> {
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
         let code = live
-            .main_loop(
-                self.lifecycle,
-                self.deadline.map(instant_of),
+            .main_loop(Watch {
+                lifecycle: self.lifecycle,
+                deadline: self.deadline.map(instant_of),
                 lifeline,
                 on_stop,
-                self.task_text.take(),
-                !self.args.json,
-            )
+                task_text: self.task_text.take(),
+                print_result: !self.args.json,
+                signals: self.signals.take().unwrap_or_default(),
+            })
             .await;
         Ok(code)
     }
@@ -328,19 +334,11 @@ impl Stage<'_> {
         Ok((door, work, stop_rx))
     }
 
-    /// The agent's transport. A process harness sees only what the capsule may:
-    /// `capabilities.env.allow`, and its home and temporary folders in the records.
+    /// The agent's transport. A process harness sees only what the capsule may
+    /// (`agent::harness_env`: its folders and `capabilities.env.allow`).
     fn transport(&self, records: &Records) -> TransportConfig {
         let m = &self.capsule.manifest;
-        let mut env: Vec<(String, String)> = m
-            .capabilities
-            .env
-            .allow
-            .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
-            .collect();
-        env.push(("HOME".into(), records.home_dir().display().to_string()));
-        env.push(("TMPDIR".into(), records.tmp_dir().display().to_string()));
+        let env = crate::agent::harness_env(records, &self.workdir, &m.capabilities.env.allow);
         TransportConfig::from_manifest(
             &m.agent.transport,
             &self.capsule.root,
@@ -388,18 +386,32 @@ fn fail_early(trace: &TraceWriter, out: &Output, d: &Diagnostic) -> i32 {
     1
 }
 
+/// What the main loop watches besides the door.
+struct Watch {
+    lifecycle: Lifecycle,
+    deadline: Option<Instant>,
+    lifeline: Option<std::os::fd::OwnedFd>,
+    /// The operator's murmur.StopSession.
+    on_stop: tokio::sync::mpsc::UnboundedReceiver<()>,
+    /// `--task`.
+    task_text: Option<String>,
+    /// Print the `--task` result on stdout (not with `--json`).
+    print_result: bool,
+    signals: Signals,
+}
+
 impl Live {
     /// Runs tasks until something ends the session; returns the exit status.
-    async fn main_loop(
-        mut self,
-        lifecycle: Lifecycle,
-        deadline: Option<Instant>,
-        lifeline: Option<std::os::fd::OwnedFd>,
-        mut on_stop: tokio::sync::mpsc::UnboundedReceiver<()>,
-        task_text: Option<String>,
-        print_result: bool,
-    ) -> i32 {
-        let mut signals = Signals::new();
+    async fn main_loop(mut self, watch: Watch) -> i32 {
+        let Watch {
+            lifecycle,
+            deadline,
+            lifeline,
+            mut on_stop,
+            task_text,
+            print_result,
+            mut signals,
+        } = watch;
         let mut lifeline = lifeline.map(|fd| Box::pin(crate::lifeline::closed(fd)));
         let mut running: Option<JoinHandle<TaskState>> = None;
         let mut idle_since = Instant::now();

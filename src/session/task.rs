@@ -130,6 +130,13 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
 /// task_state record. The door's word wins: a task the door already canceled ends
 /// canceled whatever the agent made of it meanwhile.
 fn finish(env: &TaskEnv, handle: &TaskHandle, from: TaskState, outcome: Outcome) -> TaskState {
+    // result.txt first, so a caller that sees the task end finds its result; it is
+    // written again below if the door canceled the task meanwhile.
+    if !matches!(outcome, Outcome::Canceled)
+        && let Err(d) = env.records.write_result(&outcome, "")
+    {
+        env.out.diag(&d.to_string());
+    }
     let reported = match &outcome {
         Outcome::Completed { message, artifacts } => {
             let mut ok = true;
@@ -160,9 +167,10 @@ fn finish(env: &TaskEnv, handle: &TaskHandle, from: TaskState, outcome: Outcome)
             .unwrap_or_else(|| "canceled".to_string());
         (Outcome::Canceled, Some(why))
     };
-    if let Err(d) = env
-        .records
-        .write_result(&outcome, reason.as_deref().unwrap_or(""))
+    if !reported
+        && let Err(d) = env
+            .records
+            .write_result(&outcome, reason.as_deref().unwrap_or(""))
     {
         env.out.diag(&d.to_string());
     }

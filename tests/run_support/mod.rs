@@ -20,10 +20,10 @@ use serde_json::Value;
 pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
 
 /// A harness that takes its task and sleeps (SIGTERM to its group ends it).
-pub const SLEEPER: &str = "read line\nsleep 30\necho '{\"type\":\"message\",\"text\":\"woke\"}'\n";
+pub const SLEEPER: &str =
+    "read line\n: > \"$HOME/started\"\nsleep 30\necho '{\"type\":\"message\",\"text\":\"woke\"}'\n";
 /// A harness that ignores SIGTERM (and so does its sleep): teardown waits for SIGKILL.
-pub const STUBBORN: &str =
-    "trap '' TERM\nread line\nsleep 30\necho '{\"type\":\"message\",\"text\":\"woke\"}'\n";
+pub const STUBBORN: &str = "trap '' TERM\nread line\n: > \"$HOME/started\"\nsleep 30\necho '{\"type\":\"message\",\"text\":\"woke\"}'\n";
 
 pub struct World {
     pub dir: tempfile::TempDir,
@@ -254,6 +254,21 @@ pub fn wait_record(w: &World, kind: &str) -> String {
     wait_for(kind, || {
         for id in w.sessions() {
             if types(&w.trace(&id)).iter().any(|t| t == kind) {
+                found = id;
+                return true;
+            }
+        }
+        false
+    });
+    found
+}
+
+/// Waits until a harness of session `id` has its task (it writes `$HOME/started`).
+pub fn wait_harness(w: &World) -> String {
+    let mut found = String::new();
+    wait_for("the harness to start", || {
+        for id in w.sessions() {
+            if w.records(&id).join("home/started").exists() {
                 found = id;
                 return true;
             }
