@@ -86,6 +86,16 @@ fn lifeline_eof_while_idle_ends_ok() {
         ["session_start", "formation_ended", "session_end"]
     );
     assert_eq!(trace[2]["exit_status"], "ok");
+    let shown = w
+        .mur()
+        .args(["trace", "show", &l.formation()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains(&id) && text.contains("formation_ended"),
+        "{text}"
+    );
 }
 
 #[test]

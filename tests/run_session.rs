@@ -337,3 +337,149 @@ fn stop_ps_and_trace_show() {
     let shown = w.mur().args(["trace", "show", &id]).output().unwrap();
     assert!(String::from_utf8_lossy(&shown.stdout).contains("session_end"));
 }
+
+#[test]
+fn a_closed_stdout_never_panics_the_session() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("demo"))
+        .args(["--task", "Print me."])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    drop(child.stdout.take()); // the reader is gone before the result is printed
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn once_stderr_is_gone_diagnostics_go_to_bootstrap_log() {
+    let w = World::new();
+    w.install("sleeper", "", Some(SLEEPER));
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("sleeper"))
+        .args(["--task", "Sleep.", "--deadline", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let id = &w.sessions()[0];
+    let log = std::fs::read_to_string(w.records(id).join("logs/bootstrap.log")).unwrap();
+    assert!(log.contains("E-RUN-053"), "{log}");
+    assert!(log.contains("status: deadline_reached"), "{log}");
+}
+
+fn send(door: &str, token: &str, text: &str) -> serde_json::Value {
+    rpc(
+        door,
+        token,
+        "SendMessage",
+        json!({"message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+}
+
+#[test]
+fn queued_tasks_are_refused_and_the_running_one_canceled_at_sigterm() {
+    let w = World::new();
+    w.install(
+        "sleeper",
+        "lifecycle:\n  task_acceptance: queue\n  queue_depth: 1\n",
+        Some(SLEEPER),
+    );
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("sleeper")).arg("--json");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    let first = send(&door, &token, "one");
+    wait_harness(&w);
+    let second = send(&door, &token, "two");
+    assert_eq!(
+        second["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
+        "{second}"
+    );
+    let third = send(&door, &token, "three");
+    assert!(third.get("error").is_some(), "beyond queue_depth: {third}");
+    s.signal(Signal::SIGTERM);
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 1, "{stderr}");
+    let trace = w.trace(&id);
+    let state_of = |task: &serde_json::Value| {
+        trace
+            .iter()
+            .filter(|r| r["type"] == "task_state" && r["task_id"] == task["result"]["task"]["id"])
+            .last()
+            .map(|r| r["to"].clone())
+    };
+    assert_eq!(state_of(&first), Some(json!("canceled")));
+    assert_eq!(state_of(&second), Some(json!("rejected")));
+}
+
+#[test]
+fn the_acceptance_flag_overrides_the_manifest() {
+    let w = World::new();
+    w.install(
+        "sleeper",
+        "lifecycle:\n  task_acceptance: queue\n  queue_depth: 1\n",
+        Some(SLEEPER),
+    );
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("sleeper")).args([
+        "--json",
+        "--lifecycle-task-acceptance",
+        "single",
+    ]);
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    send(&door, &token, "one");
+    wait_harness(&w);
+    let second = send(&door, &token, "two");
+    assert!(
+        second.get("error").is_some(),
+        "single holds one task: {second}"
+    );
+    s.signal(Signal::SIGTERM);
+    assert_eq!(s.wait(Duration::from_secs(30)).0, 1);
+}
+
+#[test]
+fn stop_of_a_formation_signals_the_launcher_its_marker_names() {
+    let w = World::new();
+    let frm = "frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071";
+    let mut launcher = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let dir = w.home.join(".murmur/formations").join(frm);
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = mur::formation::marker::Marker {
+        project_dir: w.proj.clone(),
+        launcher_pid: launcher.id(),
+        launcher_start: mur::formation::marker::process_start(launcher.id()).unwrap(),
+    };
+    marker.write(&dir).unwrap();
+    let out = w.mur().args(["stop", frm]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(launcher.wait().unwrap().signal(), Some(libc::SIGTERM));
+    let again = w.mur().args(["stop", frm]).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("E-RUN-003"));
+}

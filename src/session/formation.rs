@@ -158,6 +158,26 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Membership
     })))
 }
 
+/// W-RUN-008 when the member may call others but `capabilities.network.allow`
+/// reaches no door on 127.0.0.1 (a port-less `localhost` or `127.0.0.1` does; a
+/// port-bound entry cannot, since doors take a port chosen at launch).
+pub fn out_of_reach(member: &Member, allow: &[String]) -> Option<Diagnostic> {
+    if member.tokens.is_empty() {
+        return None;
+    }
+    let reaches = allow.iter().any(|h| h == "localhost" || h == "127.0.0.1");
+    (!reaches).then(|| {
+        Diagnostic::new(
+            crate::catalogue::W_RUN_008,
+            format!(
+                "member `{}` may call {}, but capabilities.network.allow reaches no door on localhost: every call it makes fails",
+                member.name,
+                member.callees().join(", ")
+            ),
+        )
+    })
+}
+
 fn by_hand(formation_id: &str) -> Diagnostic {
     Diagnostic::new(
         W_RUN_007,

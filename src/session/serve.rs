@@ -102,6 +102,11 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         (None, Some(m)) => m.workdir.clone(),
         (None, None) => cwd.clone(),
     };
+    if let Some(m) = &member
+        && let Some(w) = formation::out_of_reach(m, &capsule.manifest.capabilities.network.allow)
+    {
+        out.diag(&w.to_string());
+    }
     let lifecycle = Lifecycle::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),
