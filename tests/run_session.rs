@@ -417,8 +417,7 @@ fn queued_tasks_are_refused_and_the_running_one_canceled_at_sigterm() {
     let state_of = |task: &serde_json::Value| {
         trace
             .iter()
-            .filter(|r| r["type"] == "task_state" && r["task_id"] == task["result"]["task"]["id"])
-            .last()
+            .rfind(|r| r["type"] == "task_state" && r["task_id"] == task["result"]["task"]["id"])
             .map(|r| r["to"].clone())
     };
     assert_eq!(state_of(&first), Some(json!("canceled")));
