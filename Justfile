@@ -23,3 +23,9 @@ lint:
 # What CI runs, from this checkout.
 ci:
     bash .ci/run
+
+# Python a2a-sdk in .venv, then the door's interop test with it.
+a2a-sdk:
+    python3 -m venv .venv
+    .venv/bin/pip install -q "a2a-sdk==1.3.0"
+    cargo test --test a2a_sdk -- --ignored

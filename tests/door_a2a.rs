@@ -381,3 +381,48 @@ async fn shutdown_closes_the_door() {
         .await;
     assert!(err.is_err(), "nothing answers after shutdown");
 }
+
+#[tokio::test]
+async fn a_stream_stays_open_through_input_required_until_the_task_ends() {
+    let f = start(Setup::default()).await;
+    let resp = f
+        .open_stream(op(), "SendStreamingMessage", message("ask:name?"))
+        .await;
+    f.wait_state_any("TASK_STATE_INPUT_REQUIRED").await;
+    let id = f.ok(op(), "ListTasks", json!({})).await["tasks"][0]["id"].clone();
+    let mut reply = message("Ada");
+    reply["message"]["taskId"] = id;
+    let r = f.ok(op(), "SendMessage", reply).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    let events = read_stream(resp).await;
+    let states: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["result"]["statusUpdate"]["status"]["state"].as_str())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "TASK_STATE_WORKING",
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_task_the_runner_drops_unended_fails_and_frees_the_member() {
+    let f = start(Setup {
+        acceptance: Acceptance::Single,
+        ..Setup::default()
+    })
+    .await;
+    let r = f.ok(op(), "SendMessage", message("drop")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED");
+    let text = r["task"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("without ending it"), "{text}");
+    let r = f.ok(op(), "SendMessage", message("next")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+}

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use super::server::{Call, Shared, json_reply, rpc_error};
+use super::server::{Call, Shared, json_bytes, rpc_error};
 use super::store::trim_history;
 use super::{Credential, Work, operator};
 use crate::a2a::{
@@ -60,9 +60,21 @@ pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T, RpcError> {
     serde_json::from_value(value).map_err(RpcError::invalid_params)
 }
 
+/// A result body, serialized straight from `value` (no intermediate JSON tree).
 fn ok(id: Id, value: impl serde::Serialize) -> Result<Response, RpcError> {
-    let value = serde_json::to_value(value).map_err(RpcError::internal)?;
-    Ok(json_reply(&a2a::Response::ok(id, value)))
+    #[derive(serde::Serialize)]
+    struct Ok<'a, T> {
+        jsonrpc: &'static str,
+        id: &'a Id,
+        result: T,
+    }
+    let body = serde_json::to_vec(&Ok {
+        jsonrpc: "2.0",
+        id: &id,
+        result: value,
+    })
+    .map_err(RpcError::internal)?;
+    Ok(json_bytes(body))
 }
 
 fn check_message(m: &Message) -> Result<(), RpcError> {

@@ -135,6 +135,8 @@ pub struct Limits {
     pub max_connections: usize,
     /// Remember verified formation tokens (off only to measure what it saves).
     pub cache_verified_tokens: bool,
+    /// Tasks remembered for GetTask/ListTasks; past it the oldest ended ones go.
+    pub max_tasks: usize,
 }
 
 impl Default for Limits {
@@ -145,6 +147,7 @@ impl Default for Limits {
             body_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
             cache_verified_tokens: true,
+            max_tasks: 10_000,
         }
     }
 }
@@ -271,7 +274,7 @@ impl Door {
     pub async fn start(config: DoorConfig) -> std::io::Result<(Door, WorkReceiver)> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port)).await?;
         let addr = listener.local_addr()?;
-        let store = TaskStore::new(config.acceptance.holds());
+        let store = TaskStore::new(config.acceptance.holds(), config.limits.max_tasks);
         let (events_tx, _) = broadcast::channel(1024);
         let events = SessionEvents { tx: events_tx };
         let (work_tx, work_rx) = mpsc::unbounded_channel();

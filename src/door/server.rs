@@ -188,7 +188,11 @@ pub(crate) fn transport_error(status: StatusCode, name: &str, message: &str) -> 
 
 /// A JSON-RPC response body, always HTTP 200.
 pub(crate) fn json_reply(resp: &a2a::Response) -> Response {
-    let body = serde_json::to_vec(resp).unwrap_or_default();
+    json_bytes(serde_json::to_vec(resp).unwrap_or_default())
+}
+
+/// An already serialized JSON-RPC response body, HTTP 200.
+pub(crate) fn json_bytes(body: Vec<u8>) -> Response {
     (
         [(
             header::CONTENT_TYPE,

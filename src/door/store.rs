@@ -5,7 +5,7 @@
 //! so a snapshot taken together with a subscription never misses or repeats an event.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::sync::{broadcast, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -32,6 +32,8 @@ struct Shared {
     state: Mutex<State>,
     /// How many non-terminal tasks the member holds at once.
     holds: u32,
+    /// How many tasks are remembered; past it, the oldest ended ones are forgotten.
+    max_tasks: usize,
 }
 
 #[derive(Default)]
@@ -53,6 +55,8 @@ struct Entry {
     state: watch::Sender<TaskState>,
     cancel: CancellationToken,
     reply: Option<oneshot::Sender<Message>>,
+    /// The session's handles; weak, so dropping the last one is noticed.
+    handle: Weak<HandleInner>,
 }
 
 /// The task has already ended (terminal state); nothing more is recorded for it.
@@ -69,12 +73,34 @@ pub(crate) struct Created {
 }
 
 impl TaskStore {
-    pub(crate) fn new(holds: u32) -> Self {
+    pub(crate) fn new(holds: u32, max_tasks: usize) -> Self {
         TaskStore {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
                 holds: holds.max(1),
+                max_tasks: max_tasks.max(1),
             }),
+        }
+    }
+
+    /// Forgets the oldest ended tasks (a tenth of the cap at a time) once the store
+    /// is full, so a long-lived door's memory stays bounded. Live tasks are kept.
+    fn evict(&self, state: &mut State) {
+        let max = self.shared.max_tasks;
+        if state.tasks.len() < max {
+            return;
+        }
+        let batch = (max / 10).max(1);
+        let victims: Vec<(u64, String)> = state
+            .by_rev
+            .iter()
+            .filter(|(_, id)| state.tasks[*id].task.status.state.is_terminal())
+            .take(batch)
+            .map(|(rev, id)| (*rev, id.clone()))
+            .collect();
+        for (rev, id) in victims {
+            state.by_rev.remove(&rev);
+            state.tasks.remove(&id);
         }
     }
 
@@ -84,15 +110,12 @@ impl TaskStore {
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The handle of a task, for the session (any task, whoever started it).
+    /// The handle of a task, for the session (any task, whoever started it); `None`
+    /// once every handle of it is gone (the task has then ended).
     pub fn handle(&self, task_id: &str) -> Option<TaskHandle> {
         let state = self.lock();
-        state.tasks.get(task_id).map(|e| TaskHandle {
-            store: self.clone(),
-            id: task_id.to_string(),
-            context_id: e.task.context_id.clone(),
-            cancel: e.cancel.clone(),
-        })
+        let inner = state.tasks.get(task_id)?.handle.upgrade()?;
+        Some(TaskHandle { inner })
     }
 
     /// A task's current state, whoever started it (for the session).
@@ -142,6 +165,7 @@ impl TaskStore {
         if state.held >= self.shared.holds {
             return Err(RpcError::busy(self.shared.holds));
         }
+        self.evict(&mut state);
         let id = new_id("tsk");
         let context_id = message.context_id.clone().unwrap_or_else(|| new_id("ctx"));
         message.task_id = Some(id.clone());
@@ -166,6 +190,12 @@ impl TaskStore {
         state.by_rev.insert(rev, id.clone());
         state.held += 1;
         let snapshot = task.clone();
+        let inner = Arc::new(HandleInner {
+            store: self.clone(),
+            id: id.clone(),
+            context_id,
+            cancel: cancel.clone(),
+        });
         state.tasks.insert(
             id.clone(),
             Entry {
@@ -174,17 +204,13 @@ impl TaskStore {
                 rev,
                 events,
                 state: state_tx,
-                cancel: cancel.clone(),
+                cancel,
                 reply: None,
+                handle: Arc::downgrade(&inner),
             },
         );
         Ok(Created {
-            handle: TaskHandle {
-                store: self.clone(),
-                id,
-                context_id,
-                cancel,
-            },
+            handle: TaskHandle { inner },
             snapshot,
             events: events_rx,
             state: state_rx,
@@ -267,12 +293,10 @@ impl TaskStore {
             .history
             .get_or_insert_with(Vec::new)
             .push(message.clone());
-        let handle = TaskHandle {
-            store: self.clone(),
-            id: id.clone(),
-            context_id: entry.task.context_id.clone(),
-            cancel: entry.cancel.clone(),
+        let Some(inner) = entry.handle.upgrade() else {
+            return Err(RpcError::unsupported("the task has already ended"));
         };
+        let handle = TaskHandle { inner };
         set_status(&mut state, &id, TaskState::Working, None);
         // Subscribed after WORKING is set, so a waiter sees only what follows.
         let rx = state.tasks[&id].state.subscribe();
@@ -428,40 +452,59 @@ fn set_status(state: &mut State, id: &str, new: TaskState, message: Option<Messa
 /// The session's handle on one task: report progress, produce artifacts, ask for
 /// input, and see whether the caller cancelled. Every method is a no-op returning
 /// `Err(TaskEnded)` once the task is terminal (e.g. cancelled by its caller).
+///
+/// When the session drops the last handle of a task it has not ended (a runner that
+/// returned early or panicked), the task ends FAILED, so it never holds the member's
+/// place forever.
 #[derive(Clone)]
 pub struct TaskHandle {
+    inner: Arc<HandleInner>,
+}
+
+struct HandleInner {
     store: TaskStore,
     id: String,
     context_id: String,
     cancel: CancellationToken,
 }
 
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        let mut state = self.store.lock();
+        let msg = Message::text(
+            Role::Agent,
+            "the session stopped working on this task without ending it",
+        );
+        set_status(&mut state, &self.id, TaskState::Failed, Some(msg));
+    }
+}
+
 impl TaskHandle {
     pub fn id(&self) -> &str {
-        &self.id
+        &self.inner.id
     }
 
     pub fn context_id(&self) -> &str {
-        &self.context_id
+        &self.inner.context_id
     }
 
     /// Fires when the task is cancelled (CancelTask, or the session's `cancel_all`).
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        &self.inner.cancel
     }
 
     /// The task as it stands.
     pub fn snapshot(&self) -> Option<Task> {
-        self.store.snapshot(&self.id)
+        self.inner.store.snapshot(&self.inner.id)
     }
 
     /// Sets the task's state, with an optional agent message (also added to history).
     pub fn set_status(&self, state: TaskState, message: Option<Message>) -> Result<(), TaskEnded> {
-        let mut guard = self.store.lock();
-        if set_status(&mut guard, &self.id, state, message) {
+        let mut guard = self.inner.store.lock();
+        if set_status(&mut guard, &self.inner.id, state, message) {
             Ok(())
         } else {
-            Err(TaskEnded(self.id.clone()))
+            Err(TaskEnded(self.inner.id.clone()))
         }
     }
 
@@ -487,13 +530,13 @@ impl TaskHandle {
     /// Adds a message to the task's history (no stream event: A2A task streams carry
     /// only status and artifact updates).
     pub fn add_message(&self, message: Message) -> Result<(), TaskEnded> {
-        let mut guard = self.store.lock();
-        match guard.tasks.get_mut(&self.id) {
+        let mut guard = self.inner.store.lock();
+        match guard.tasks.get_mut(&self.inner.id) {
             Some(e) if !e.task.status.state.is_terminal() => {
                 e.task.history.get_or_insert_with(Vec::new).push(message);
                 Ok(())
             }
-            _ => Err(TaskEnded(self.id.clone())),
+            _ => Err(TaskEnded(self.inner.id.clone())),
         }
     }
 
@@ -505,12 +548,12 @@ impl TaskHandle {
         append: bool,
         last_chunk: bool,
     ) -> Result<(), TaskEnded> {
-        let mut guard = self.store.lock();
-        let Some(e) = guard.tasks.get_mut(&self.id) else {
-            return Err(TaskEnded(self.id.clone()));
+        let mut guard = self.inner.store.lock();
+        let Some(e) = guard.tasks.get_mut(&self.inner.id) else {
+            return Err(TaskEnded(self.inner.id.clone()));
         };
         if e.task.status.state.is_terminal() {
-            return Err(TaskEnded(self.id.clone()));
+            return Err(TaskEnded(self.inner.id.clone()));
         }
         let list = e.task.artifacts.get_or_insert_with(Vec::new);
         match list
@@ -524,8 +567,8 @@ impl TaskHandle {
         let _ = e
             .events
             .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                task_id: self.id.clone(),
-                context_id: self.context_id.clone(),
+                task_id: self.inner.id.clone(),
+                context_id: self.inner.context_id.clone(),
                 artifact,
                 append,
                 last_chunk,
@@ -540,24 +583,74 @@ impl TaskHandle {
     pub async fn input_required(&self, question: impl Into<String>) -> Result<Message, TaskEnded> {
         let (tx, rx) = oneshot::channel();
         {
-            let mut guard = self.store.lock();
-            match guard.tasks.get_mut(&self.id) {
+            let mut guard = self.inner.store.lock();
+            match guard.tasks.get_mut(&self.inner.id) {
                 Some(e) if !e.task.status.state.is_terminal() => e.reply = Some(tx),
-                _ => return Err(TaskEnded(self.id.clone())),
+                _ => return Err(TaskEnded(self.inner.id.clone())),
             }
             let msg = self.agent_message(question);
-            set_status(&mut guard, &self.id, TaskState::InputRequired, Some(msg));
+            set_status(
+                &mut guard,
+                &self.inner.id,
+                TaskState::InputRequired,
+                Some(msg),
+            );
         }
         tokio::select! {
-            reply = rx => reply.map_err(|_| TaskEnded(self.id.clone())),
-            _ = self.cancel.cancelled() => Err(TaskEnded(self.id.clone())),
+            reply = rx => reply.map_err(|_| TaskEnded(self.inner.id.clone())),
+            _ = self.inner.cancel.cancelled() => Err(TaskEnded(self.inner.id.clone())),
         }
     }
 
     fn agent_message(&self, text: impl Into<String>) -> Message {
         let mut m = Message::text(Role::Agent, text);
-        m.task_id = Some(self.id.clone());
-        m.context_id = Some(self.context_id.clone());
+        m.task_id = Some(self.inner.id.clone());
+        m.context_id = Some(self.inner.context_id.clone());
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_tasks_past_the_cap_are_forgotten_oldest_first() {
+        let store = TaskStore::new(1, 10);
+        let msg = || Message::text(Role::User, "x");
+        let mut ids = Vec::new();
+        for _ in 0..25 {
+            let c = store.create(Credential::Operator, msg()).unwrap();
+            c.handle.complete("done").unwrap();
+            ids.push(c.handle.id().to_string());
+        }
+        assert!(store.lock().tasks.len() <= 10);
+        assert!(store.snapshot(&ids[0]).is_none());
+        assert!(store.snapshot(&ids[24]).is_some());
+        // A live task is never forgotten (its handle is held).
+        let live = store.create(Credential::Operator, msg()).unwrap();
+        for _ in 0..3 {
+            store.evict(&mut store.lock());
+        }
+        assert!(store.snapshot(live.handle.id()).is_some());
+    }
+
+    #[test]
+    fn a_task_whose_handles_are_all_dropped_unended_fails_and_frees_its_place() {
+        let store = TaskStore::new(1, 100);
+        let c = store
+            .create(Credential::Operator, Message::text(Role::User, "x"))
+            .unwrap();
+        let id = c.handle.id().to_string();
+        let again = store.handle(&id).expect("a live handle");
+        drop(c);
+        assert_eq!(
+            store.snapshot(&id).unwrap().status.state,
+            TaskState::Submitted
+        );
+        drop(again);
+        assert_eq!(store.snapshot(&id).unwrap().status.state, TaskState::Failed);
+        assert_eq!(store.live(), 0);
+        assert!(store.handle(&id).is_none());
     }
 }

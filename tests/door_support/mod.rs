@@ -95,7 +95,8 @@ pub async fn start(setup: Setup) -> Fixture {
 
 /// The echo runner: one task at a time, as a session runs them.
 /// `hold…` waits for a gate permit (or cancellation), `ask:<q>` asks for input and
-/// echoes the reply, `fail` fails, anything else is echoed as an artifact.
+/// echoes the reply, `fail` fails, `drop` drops the task unended, anything else is
+/// echoed as an artifact.
 async fn echo(mut work: WorkReceiver, gate: Arc<Semaphore>) {
     while let Some(w) = work.next().await {
         let h = w.handle.clone();
@@ -112,6 +113,9 @@ async fn echo(mut work: WorkReceiver, gate: Arc<Semaphore>) {
                 let _ = h.complete(format!("echo: {}", reply.text_content()));
             }
             continue;
+        }
+        if text == "drop" {
+            continue; // a runner bug: the task is dropped without being ended
         }
         if text == "fail" {
             let _ = h.fail("asked to fail");
@@ -229,6 +233,26 @@ pub async fn read_stream(resp: reqwest::Response) -> Vec<Value> {
         .expect("stream ends within 10 s")
         .expect("stream reads");
     parse_sse(&text)
+}
+
+impl Fixture {
+    /// Waits (up to 10 s) until some task the operator sees is in `state`.
+    pub async fn wait_state_any(&self, state: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let l = self
+                .ok(Some(OPERATOR), "ListTasks", json!({"status": state}))
+                .await;
+            if l["totalSize"].as_u64() > Some(0) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no task reached {state}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 pub fn parse_sse(text: &str) -> Vec<Value> {
