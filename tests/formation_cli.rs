@@ -220,7 +220,6 @@ fn peer_diagnostics_reach_the_launcher_s_stderr_behind_its_name() {
 fn a_deadline_before_the_entry_member_started_is_e_run_053() {
     let w = world(&[("helper", "silent")]);
     let mut launcher = w.start(&["--task", "work", "--deadline", "1"]);
-    let helper = w.fakes.pid("helper");
     let status = wait_exit(&mut launcher, LIMIT);
     assert_eq!(status.code(), Some(1));
     assert!(w.stderr().contains("error[E-RUN-053]"), "{}", w.stderr());
@@ -228,7 +227,11 @@ fn a_deadline_before_the_entry_member_started_is_e_run_053() {
         w.fakes.event("lead", "started").is_none(),
         "the entry member never starts"
     );
-    wait_gone(&[helper], LIMIT);
+    // The launcher reaps every member it started before it exits (a slow peer may have
+    // been killed before it logged anything).
+    if let Some(started) = w.fakes.event("helper", "started") {
+        assert!(gone(started["pid"].as_i64().unwrap() as i32));
+    }
 }
 
 #[test]

@@ -145,7 +145,6 @@ async fn the_entry_member_s_end_ends_the_formation() {
             "local/lead",
             "--capsule-version",
             "0.1.0",
-            "--json",
             "--lifecycle-task-acceptance",
             "single",
             "--lifecycle-after-task",

@@ -34,7 +34,7 @@ pub struct Spec {
     pub capsule: String,
     pub version: String,
     pub entry: bool,
-    /// Extra arguments after `run --capsule C --capsule-version V --json`.
+    /// Extra arguments after `run --capsule C --capsule-version V` (and `--json` for a peer).
     pub extra_args: Vec<String>,
     /// Peers get a process group of their own; the entry member stays in the launcher's.
     pub own_group: bool,
@@ -75,15 +75,17 @@ pub fn start(
     }
 
     let mut cmd = Command::new(program);
-    cmd.arg("run")
-        .args([
-            "--capsule",
-            &spec.capsule,
-            "--capsule-version",
-            &spec.version,
-            "--json",
-        ])
-        .args(&spec.extra_args)
+    cmd.arg("run").args([
+        "--capsule",
+        &spec.capsule,
+        "--capsule-version",
+        &spec.version,
+    ]);
+    // Peers report readiness on stdout; the entry member's stdout is the user's.
+    if !spec.entry {
+        cmd.arg("--json");
+    }
+    cmd.args(&spec.extra_args)
         .current_dir(cwd)
         .env(FORMATION_ID_ENV, formation)
         .env(channel::ENV, CHANNEL_FD.to_string())
