@@ -13,6 +13,7 @@
 //! - [`serve`]: the session itself (records, door, running record, the main loop);
 //! - [`task`]: one task through the agent loop;
 //! - [`ends`]: how a session ends (signals, lifeline, deadline) and what it exits with;
+//! - [`watch`]: the trace, published to `murmur.WatchSession` watchers;
 //! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
 
 pub mod capsule;
@@ -23,6 +24,7 @@ pub mod output;
 pub mod resume;
 pub mod serve;
 pub mod task;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
