@@ -548,3 +548,66 @@ fn watch_session_streams_every_trace_record_until_the_door_closes() {
     events.push_str(&rest);
     assert!(!events.contains(&token));
 }
+
+#[test]
+fn input_required_then_the_callers_reply_completes_the_task() {
+    let w = World::new();
+    let asker = "read line\necho '{\"type\":\"input_required\",\"question\":\"Which file?\"}'\nread reply\necho '{\"type\":\"message\",\"text\":\"Done with it.\"}'\n";
+    w.install("asker", "", Some(asker));
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("asker")).arg("--json");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    let asked = rpc(
+        &door,
+        &token,
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Fix it."}]}}),
+    );
+    let task = asked["result"]["task"].clone();
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{asked}"
+    );
+    assert_eq!(w.result(&id), "input-required: Which file?\n");
+    let done = rpc(
+        &door,
+        &token,
+        "SendMessage",
+        json!({"message": {"messageId": "m2", "role": "ROLE_USER", "taskId": task["id"],
+               "contextId": task["contextId"], "parts": [{"text": "main.rs"}]}}),
+    );
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    assert_eq!(w.result(&id), "completed\nDone with it.\n");
+    let stop = rpc(&door, &token, "murmur.StopSession", json!({}));
+    assert_eq!(stop["result"]["stopping"], true, "{stop}");
+    let (code, _) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0);
+    let moves: Vec<String> = w
+        .trace(&id)
+        .iter()
+        .filter(|r| r["type"] == "task_state")
+        .map(|r| {
+            format!(
+                "{}->{}",
+                r["from"].as_str().unwrap_or("-"),
+                r["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            "submitted->working",
+            "working->input_required",
+            "input_required->working",
+            "working->completed"
+        ]
+    );
+}
