@@ -19,3 +19,23 @@ lint:
 # What CI runs, from this checkout.
 ci:
     bash .ci/run
+
+# Release archive, checksums and shell installer in target/distrib (cargo-dist).
+dist *ARGS:
+    bash scripts/dist.sh {{ARGS}}
+
+# Serve target/distrib on 127.0.0.1 and install with mur-installer.sh in a container.
+dist-test: dist
+    bash tests/dist/install-test.sh
+
+# Build the release musl binary twice (other folder, user, umask, time) and compare sha256.
+repro:
+    bash scripts/repro.sh
+
+# The release image (docker/Dockerfile, FROM scratch) and `docker run --rm mur --version`.
+image:
+    bash scripts/image.sh
+
+# Parse the Nix files and check the flake's outputs offline (stub nixpkgs).
+nix-check:
+    bash scripts/nix-check.sh
