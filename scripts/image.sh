@@ -21,7 +21,9 @@ VERSION=$(cargo metadata --locked --no-deps --format-version 1 |
     cargo build --locked --profile "$PROFILE" --target "$TARGET" --bin mur
 )
 BIN=target/$TARGET/$PROFILE/mur
-file "$BIN" | grep -q 'static' || { say "error: $BIN is not statically linked"; exit 1; }
+# A static-pie binary: ldd says "statically linked" (glibc's ldd) or "not a dynamic executable".
+ldd "$BIN" 2>&1 | grep -Eq 'statically linked|not a dynamic executable' ||
+    { say "error: $BIN is not statically linked"; exit 1; }
 
 CTX=target/image
 rm -rf "$CTX"

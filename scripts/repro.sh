@@ -7,6 +7,9 @@
 # locale. Each has its own CARGO_TARGET_DIR, so nothing is shared but the
 # downloaded crate archives. The binaries are kept in target/repro/ for diffoscope.
 #
+# MUR_REPRO_NO_REMAP=1 leaves out the path remapping of scripts/build-env.sh, to
+# show what it is for (the builds then differ and leak their paths).
+#
 # What is built: the committed tree plus uncommitted changes to tracked files
 # (`git stash create`), with the flags of scripts/build-env.sh and the flags
 # `dist build` adds for musl, so the result is the binary dist ships.
@@ -59,6 +62,7 @@ START=$(date +%s)
     export CARGO_TARGET_DIR=$A/target SOURCE_DATE_EPOCH=$EPOCH TZ=UTC LC_ALL=C.UTF-8
     unset RUSTFLAGS
     . ./scripts/build-env.sh
+    [ "${MUR_REPRO_NO_REMAP:-}" != 1 ] || RUSTFLAGS=
     export RUSTFLAGS="$RUSTFLAGS $DIST_MUSL_FLAGS"
     cargo build --locked --offline --profile "$PROFILE" --target "$TARGET" --bin mur
 )
@@ -75,7 +79,7 @@ B_ENV=(env -i "HOME=$B/home" "PATH=$B/toolchain/bin:/usr/local/bin:/usr/bin:/bin
     "CARGO_HOME=$B/cargo-home" "CARGO_TARGET_DIR=$B/target"
     "RUSTC=$B/toolchain/bin/rustc" "SOURCE_DATE_EPOCH=$B_EPOCH"
     "TZ=Pacific/Chatham" "LC_ALL=C" "DIST_MUSL_FLAGS=$DIST_MUSL_FLAGS"
-    "PROFILE=$PROFILE" "TARGET=$TARGET")
+    "PROFILE=$PROFILE" "TARGET=$TARGET" "MUR_REPRO_NO_REMAP=${MUR_REPRO_NO_REMAP:-}")
 if [ "$(id -u)" = 0 ]; then
     # An unused uid: a real other user to the kernel, with nothing left in /etc/passwd.
     B_UID=61000
@@ -97,6 +101,7 @@ START=$(date +%s)
     cd "$0"
     [ "$(id -u)" != 0 ] || [ -z "$1" ] || { echo "build B runs as root" >&2; exit 1; }
     . ./scripts/build-env.sh
+    [ "${MUR_REPRO_NO_REMAP:-}" != 1 ] || RUSTFLAGS=
     export RUSTFLAGS="$RUSTFLAGS $DIST_MUSL_FLAGS"
     cargo build --locked --offline --profile "$PROFILE" --target "$TARGET" --bin mur
 ' "$B/src" "${AS_B[*]}"
@@ -116,14 +121,20 @@ SHA_B=$(sha256sum "$OUT/b/mur" | cut -d' ' -f1)
 } | tee "$OUT/summary.txt"
 
 # No absolute build path may survive in the binary.
+BAD=0
 for leak in "$WORK" "$SYSROOT" "$CARGO_HOME_A" "$ROOT"; do
     if grep -qaF "$leak" "$OUT/a/mur" "$OUT/b/mur"; then
-        die "the binary contains the build path $leak"
+        say "the binary contains the build path $leak, e.g.:"
+        grep -aoF "$leak" -m1 "$OUT/a/mur" "$OUT/b/mur" | head -1 >&2
+        strings -n 8 "$OUT/b/mur" | grep -F "$leak" | head -2 >&2 || true
+        BAD=1
     fi
 done
 if [ "$SHA_A" != "$SHA_B" ]; then
-    die "the two builds differ; compare with: diffoscope $OUT/a/mur $OUT/b/mur"
+    say "the two builds differ; compare with: diffoscope $OUT/a/mur $OUT/b/mur"
+    BAD=1
 fi
+[ "$BAD" = 0 ] || die "not reproducible"
 "$OUT/a/mur" --version >/dev/null || die "the built binary does not run"
 echo "reproducible: both builds are sha256 $SHA_A" | tee -a "$OUT/summary.txt"
 # For information: the binary in `just dist`'s archive, if there is one (it may

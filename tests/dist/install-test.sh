@@ -31,7 +31,7 @@ grep -q "_checksum_value=\"$(cut -d' ' -f1 "$DISTRIB/$ARCHIVE.sha256")\"" "$DIST
     die "the installer does not carry $ARCHIVE's sha256"
 command -v docker >/dev/null || die "docker not found"
 BUSYBOX=$(command -v busybox || true)
-[ -n "$BUSYBOX" ] && file -L "$BUSYBOX" | grep -q 'statically linked' ||
+[ -n "$BUSYBOX" ] && ldd "$BUSYBOX" 2>&1 | grep -Eq 'statically linked|not a dynamic executable' ||
     die "a static busybox is needed: apt-get install busybox-static"
 
 WORK=$(mktemp -d /tmp/mur-dist-test.XXXXXX)
