@@ -22,7 +22,7 @@ VERSION=$(cargo metadata --locked --no-deps --format-version 1 |
 )
 BIN=target/$TARGET/$PROFILE/mur
 # A static-pie binary: ldd says "statically linked" (glibc's ldd) or "not a dynamic executable".
-ldd "$BIN" 2>&1 | grep -Eq 'statically linked|not a dynamic executable' ||
+grep -Eq 'statically linked|not a dynamic executable' <<<"$(ldd "$BIN" 2>&1 || true)" ||
     { say "error: $BIN is not statically linked"; exit 1; }
 
 CTX=target/image

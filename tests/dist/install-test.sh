@@ -9,7 +9,8 @@
 #   1. `wget -O- .../mur-installer.sh | sh` as a non-root user into a temporary
 #      HOME, with MUR_DOWNLOAD_URL at the local server; then runs the installed
 #      `mur --version` and checks it names the version in Cargo.toml;
-#   2. the same against a copy whose archive has one byte changed: the installer
+#   2. the same with INSTALLER_DOWNLOAD_URL instead;
+#   3. the same against a copy whose archive has one byte changed: the installer
 #      must refuse it with a checksum mismatch and install nothing.
 # Leaves no server, container or image behind.
 set -euo pipefail
@@ -31,7 +32,8 @@ grep -q "_checksum_value=\"$(cut -d' ' -f1 "$DISTRIB/$ARCHIVE.sha256")\"" "$DIST
     die "the installer does not carry $ARCHIVE's sha256"
 command -v docker >/dev/null || die "docker not found"
 BUSYBOX=$(command -v busybox || true)
-[ -n "$BUSYBOX" ] && ldd "$BUSYBOX" 2>&1 | grep -Eq 'statically linked|not a dynamic executable' ||
+# ldd exits 1 on a static binary, hence the capture.
+[ -n "$BUSYBOX" ] && grep -Eq 'statically linked|not a dynamic executable' <<<"$(ldd "$BUSYBOX" 2>&1 || true)" ||
     die "a static busybox is needed: apt-get install busybox-static"
 
 WORK=$(mktemp -d /tmp/mur-dist-test.XXXXXX)
@@ -99,16 +101,18 @@ BASE=http://127.0.0.1:$PORT
 say "serving $DISTRIB at $BASE"
 
 # Runs the installer in a fresh container as uid 1000 with HOME=/tmp/home.
-# $1: the served folder (good|bad). Prints what the container printed.
+# $1: the served folder (good|bad); $2: the variable that points the installer at
+# it (MUR_DOWNLOAD_URL, or the generic INSTALLER_DOWNLOAD_URL).
+# Prints what the container printed.
 install_from() {
-    local name=mur-dist-test-$$-$1
+    local name=mur-dist-test-$$-$1-$2
     CONTAINERS+=("$name")
     docker run --name "$name" --network host --user 1000:1000 \
         -e HOME=/tmp/home -e MUR_NO_MODIFY_PATH=1 \
-        -e "MUR_DOWNLOAD_URL=$BASE/$1" \
+        -e "$2=$BASE/$1" -e "URL=$BASE/$1" \
         "$IMAGE" sh -c '
             mkdir -p "$HOME"
-            wget -q -O- "$MUR_DOWNLOAD_URL/mur-installer.sh" | sh
+            wget -q -O- "$URL/mur-installer.sh" | sh
             status=$?
             echo "installer-exit=$status"
             if [ -x "$HOME/.cargo/bin/mur" ]; then
@@ -129,14 +133,18 @@ check() { # $1 description, $2 output, $3 a line the output must have
     if grep -qxF -- "$3" <<<"$2"; then pass "$1"; else fail "$1 (no line '$3')"; fi
 }
 
-OUT=$(install_from good)
+OUT=$(install_from good MUR_DOWNLOAD_URL)
 printf '%s\n' "$OUT" >"$WORK/good.log"
 check "the installer exits 0" "$OUT" "installer-exit=0"
 check "mur is in \$HOME/.cargo/bin" "$OUT" "installed=yes"
 check "the installed mur prints its version" "$OUT" "mur $VERSION"
 check "the installer wrote its receipt" "$OUT" "receipt=yes"
 
-OUT=$(install_from bad)
+OUT=$(install_from good INSTALLER_DOWNLOAD_URL)
+printf '%s\n' "$OUT" >>"$WORK/good.log"
+check "INSTALLER_DOWNLOAD_URL works too: mur prints its version" "$OUT" "mur $VERSION"
+
+OUT=$(install_from bad MUR_DOWNLOAD_URL)
 printf '%s\n' "$OUT" >"$WORK/bad.log"
 check "a changed archive is refused" "$OUT" "installer-exit=1"
 if grep -q 'checksum mismatch' <<<"$OUT"; then pass "it says checksum mismatch"; else
