@@ -308,6 +308,10 @@ fn no_formation_token_anywhere_a_member_could_leak_one() {
     let mut seen = String::from_utf8_lossy(&out.stdout).into_owned();
     seen.push_str(&String::from_utf8_lossy(&out.stderr));
     assert!(!seen.contains("mft1."), "a token on stdout or stderr");
+    // The launcher reports host warnings once for the whole formation.
+    let host_warnings = seen.matches("warning[W-SEC-013]").count();
+    let expected = usize::from(nix::unistd::geteuid().is_root());
+    assert_eq!(host_warnings, expected, "{seen}");
     for file in walk(&w.home) {
         let bytes = std::fs::read(&file).unwrap_or_default();
         assert!(
