@@ -336,3 +336,32 @@ fn no_formation_token_anywhere_a_member_could_leak_one() {
     kill(Pid::from_raw(launcher.id() as i32), Signal::SIGTERM).unwrap();
     launcher.wait().unwrap();
 }
+
+#[test]
+fn a_lone_session_reports_host_warnings_itself() {
+    let w = world(false);
+    let out = mur(&w.home)
+        .args(["run", "--task", "Say hello."])
+        .current_dir(w.project.join("helper"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = usize::from(nix::unistd::geteuid().is_root());
+    assert_eq!(
+        stderr.matches("warning[W-SEC-013]").count(),
+        expected,
+        "{stderr}"
+    );
+    let reported = mur(&w.home)
+        .args(["run", "--task", "Say hello."])
+        .current_dir(w.project.join("helper"))
+        .env("MURMUR_HOST_WARNINGS_REPORTED", "1")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&reported.stderr).contains("W-SEC-013"));
+}
