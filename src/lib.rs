@@ -28,6 +28,7 @@ pub mod retention;
 pub mod roster;
 pub mod running;
 pub mod scaffold;
+pub mod session;
 pub mod store;
 pub mod timing;
 pub mod trace;
