@@ -598,3 +598,29 @@ async fn a_task_taken_just_after_the_caller_ended_is_canceled() {
     }
     assert_no_token("the trace", &std::fs::read_to_string(t.path()).unwrap());
 }
+
+/// call-member exists exactly when the member may call someone, and its description
+/// names its callees and no other member.
+#[tokio::test]
+async fn the_tool_exists_only_with_callees_and_names_only_them() {
+    let key = FormationKey::mint().unwrap();
+    let none = mur::call_member::Peers::new(Vec::new(), vec!["localhost".into()]);
+    assert!(CallMember::new(calls("t1", Arc::new(none), None, fast())).is_none());
+    let p = peers(
+        &key,
+        "planner",
+        &[
+            ("coder", "http://127.0.0.1:1/"),
+            ("tester", "http://127.0.0.1:2/"),
+        ],
+        &["localhost"],
+    );
+    let tool = CallMember::new(calls("t1", p, None, fast())).expect("the tool");
+    let d = mur::agent::Tool::description(&*tool);
+    assert!(d.ends_with("Members you may call: coder, tester."), "{d}");
+    assert!(
+        !d.contains("reviewer") && !d.contains("planner") && !d.contains("127.0.0.1"),
+        "{d}"
+    );
+    assert_eq!(mur::agent::Tool::name(&*tool), "call-member");
+}

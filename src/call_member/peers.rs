@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use reqwest::Url;
@@ -29,7 +29,7 @@ pub struct Peers {
     callees: Vec<String>,
     tokens: HashMap<String, Secret>,
     doors: watch::Sender<BTreeMap<String, Url>>,
-    allow: Vec<String>,
+    allow: RwLock<Vec<String>>,
     door_wait: Duration,
     pub(crate) client: reqwest::Client,
 }
@@ -39,7 +39,7 @@ impl fmt::Debug for Peers {
         f.debug_struct("Peers")
             .field("callees", &self.callees)
             .field("doors", &*self.doors.borrow())
-            .field("allow", &self.allow)
+            .field("allow", &*self.allow())
             .finish_non_exhaustive()
     }
 }
@@ -59,7 +59,7 @@ impl Peers {
             callees: tokens.iter().map(|(n, _)| n.clone()).collect(),
             tokens: tokens.into_iter().collect(),
             doors: watch::Sender::new(BTreeMap::new()),
-            allow,
+            allow: RwLock::new(allow),
             door_wait: timing::scaled(timing::DOOR_URL_WAIT),
             client,
         }
@@ -70,6 +70,16 @@ impl Peers {
     pub fn with_door_wait(mut self, wait: Duration) -> Peers {
         self.door_wait = wait;
         self
+    }
+
+    /// Sets `capabilities.network.allow` once the capsule is known (the channel's
+    /// first line, and so the tokens, come before the capsule is staged).
+    pub fn set_allow(&self, allow: Vec<String>) {
+        *self.allow.write().unwrap_or_else(|p| p.into_inner()) = allow;
+    }
+
+    fn allow(&self) -> std::sync::RwLockReadGuard<'_, Vec<String>> {
+        self.allow.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The members it may call, in roster order.
@@ -143,7 +153,7 @@ impl Peers {
 
     /// Checks the real door URL against `capabilities.network.allow`.
     pub fn check_reach(&self, member: &str, door: &Url) -> Result<(), CallError> {
-        if reaches(&self.allow, door) {
+        if reaches(&self.allow(), door) {
             Ok(())
         } else {
             Err(CallError::OutOfReach {
@@ -162,7 +172,8 @@ impl Peers {
             return None;
         }
         let known: Vec<Url> = self.doors.borrow().values().cloned().collect();
-        let reach = self.allow.iter().any(|entry| {
+        let allow = self.allow().clone();
+        let reach = allow.iter().any(|entry| {
             let (host, port) = split_host_port(entry);
             is_loopback(host)
                 && match port {
@@ -176,10 +187,10 @@ impl Peers {
                 format!(
                     "member `{member}` may call {}, but its capabilities.network.allow ({}) reaches no door on localhost: every call it makes fails",
                     self.callees.join(", "),
-                    if self.allow.is_empty() {
+                    if allow.is_empty() {
                         "empty".to_string()
                     } else {
-                        self.allow.join(", ")
+                        allow.join(", ")
                     }
                 ),
             )
