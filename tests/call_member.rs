@@ -624,3 +624,40 @@ async fn the_tool_exists_only_with_callees_and_names_only_them() {
     );
     assert_eq!(mur::agent::Tool::name(&*tool), "call-member");
 }
+
+/// Canceling the calling task while it waits at the end of its turn ends it canceled
+/// and cancels the task its call started at the callee's door.
+#[tokio::test]
+async fn a_task_canceled_while_it_waits_cancels_its_delegation() {
+    let key = FormationKey::mint().unwrap();
+    let (coder, work) = door(&key, "coder", Acceptance::Single).await;
+    tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
+    let calls = calls(
+        "t1",
+        peers(&key, "planner", &[("coder", &coder.url())], &["localhost"]),
+        None,
+        fast(),
+    );
+    let stop = cancel();
+    let run = tokio::spawn({
+        let (calls, stop) = (calls.clone(), stop.clone());
+        async move {
+            agent("t1", 8, Some(calls), None)
+                .send("hold the line", &stop)
+                .await
+        }
+    });
+    // Wait until coder holds the task and the caller's turn has ended (it is waiting).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while coder.store().live() == 0 || !calls.owed() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call never reached coder"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop.cancel();
+    let outcome = run.await.unwrap();
+    assert_eq!(outcome, Outcome::Canceled);
+    assert_eq!(coder.store().live(), 0, "the delegation was canceled");
+}
