@@ -193,6 +193,3 @@ fn cut(s: &str) -> String {
         None => s.to_string(),
     }
 }
-
-#[cfg(test)]
-mod tests;
