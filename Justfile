@@ -23,3 +23,16 @@ lint:
 # What CI runs, from this checkout.
 ci:
     bash .ci/run
+
+# The container suite (e2e/README.md): a static musl mur, the image, every scenario.
+e2e: e2e-image
+    cargo test -p mur-e2e --test e2e
+
+# The e2e image, built locally and offline (FROM scratch: nothing is pulled).
+e2e-image:
+    cargo build --release --target x86_64-unknown-linux-musl
+    rm -rf target/e2e-image && mkdir -p target/e2e-image
+    cp target/x86_64-unknown-linux-musl/release/mur target/e2e-image/mur
+    cp /bin/busybox /usr/bin/tini-static target/e2e-image/
+    cp -r docker/e2e target/e2e-image/e2e
+    DOCKER_BUILDKIT=0 docker build -q -t mur-e2e:local -f docker/e2e.Dockerfile target/e2e-image

@@ -315,6 +315,10 @@ async fn run(
         }
     };
 
+    if balloon_requested() {
+        start_balloon();
+    }
+
     // End: the entry member's end, or a signal to the launcher.
     let end = tokio::select! {
         status = entry_started.child.wait() => End::EntryEnded(status.ok()),
@@ -504,6 +508,37 @@ fn running_formations(running: &Path) -> retention::Running {
         }
     }
     Ok(live)
+}
+
+/// The documented test setting (docs/testing.md) that makes the launcher itself grow
+/// until the OOM killer ends it, once the entry member has started. Off unless `1`.
+pub const BALLOON_ENV: &str = "MUR_TEST_LAUNCHER_BALLOON";
+
+fn balloon_requested() -> bool {
+    std::env::var_os(BALLOON_ENV).is_some_and(|v| v == "1")
+}
+
+/// Test-only: the e2e suite's OOM scenario needs the kernel to pick the launcher, not
+/// a member, as its victim. A container's memory limit alone does not make that
+/// certain (oom_badness rounds oom_score_adj), so the launcher makes itself the
+/// largest process by far: it raises its own oom_score_adj to 1000 (raising needs no
+/// privilege; members started earlier keep theirs) and, on a thread of its own,
+/// allocates and touches memory in 1 MiB steps, forever. Nothing frees it: only the
+/// OOM killer ends this process, which is the point.
+fn start_balloon() {
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
+    eprintln!("[mur run] test setting {BALLOON_ENV}=1: the launcher allocates until killed");
+    std::thread::spawn(|| {
+        let mut held: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let mut chunk = vec![0u8; 1 << 20];
+            // Touch every page so the memory is really charged to the cgroup.
+            for page in chunk.iter_mut().step_by(4096) {
+                *page = 1;
+            }
+            held.push(std::hint::black_box(chunk));
+        }
+    });
 }
 
 /// SIGINT, SIGTERM and SIGHUP to the launcher, as one stream of signal numbers.

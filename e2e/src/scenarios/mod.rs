@@ -1,0 +1,55 @@
+//! The scenarios, each in a container of its own.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use anyhow::Result;
+
+use crate::formation::Members;
+use crate::report::Measured;
+
+pub mod kills;
+pub mod readiness;
+pub mod retention;
+
+pub type Run = Pin<Box<dyn Future<Output = Result<Measured>> + Send>>;
+
+/// One scenario: its name, the members it runs, and how to run it.
+pub struct Scenario {
+    pub name: &'static str,
+    pub members: Members,
+    pub run: fn() -> Run,
+}
+
+/// Every scenario, the longest first so that a parallel run ends soonest.
+pub fn all() -> Vec<Scenario> {
+    fn s(name: &'static str, members: Members, run: fn() -> Run) -> Scenario {
+        Scenario { name, members, run }
+    }
+    use Members::StandIn;
+    vec![
+        s("readiness-180s", StandIn, || {
+            Box::pin(readiness::silent_peer_refused())
+        }),
+        s("control-leftover", StandIn, || {
+            Box::pin(kills::control_leftover())
+        }),
+        s(
+            "stubborn-peer",
+            StandIn,
+            || Box::pin(kills::stubborn_peer()),
+        ),
+        s(
+            "kill-launcher",
+            StandIn,
+            || Box::pin(kills::kill_launcher()),
+        ),
+        s("kill-entry", StandIn, || Box::pin(kills::kill_entry())),
+        s("kill-group", StandIn, || Box::pin(kills::kill_group())),
+        s("oom-launcher", StandIn, || Box::pin(kills::oom_launcher())),
+        s("sigterm-launcher", StandIn, || {
+            Box::pin(kills::sigterm_launcher())
+        }),
+        s("retention", StandIn, || Box::pin(retention::retention())),
+    ]
+}
