@@ -36,3 +36,9 @@ e2e-image:
     cp /bin/busybox /usr/bin/tini-static target/e2e-image/
     cp -r docker/e2e target/e2e-image/e2e
     DOCKER_BUILDKIT=0 docker build -q -t mur-e2e:local -f docker/e2e.Dockerfile target/e2e-image
+
+# Python a2a-sdk in .venv, then the door's interop test with it.
+a2a-sdk:
+    python3 -m venv .venv
+    .venv/bin/pip install -q "a2a-sdk==1.3.0"
+    cargo test --test a2a_sdk -- --ignored

@@ -195,6 +195,21 @@ catalogue! {
         "Check that ~/.murmur/running/ is yours and writable; the message names the path.";
 
     // ---- E-RUN / W-RUN / W-SEC: sessions and formations -----------------------
+    E_RUN_001 = "E-RUN-001", "Capsule not installed",
+        "`mur run --capsule <NAME> --capsule-version <V>` found that capsule at that version in neither the project store (.murmur/artifacts/) nor the global store (~/.murmur/artifacts/).",
+        "Install it with `mur install`, or check the name (`<scope>/<name>`) and version with `mur ls`.";
+    E_RUN_002 = "E-RUN-002", "Session could not start",
+        "The session could not stage itself: its capsule could not be unpacked, its door could not be bound, or its records could not be made.",
+        "Read the message for the part that failed; check the permissions of ~/.murmur/.";
+    E_RUN_003 = "E-RUN-003", "No such session",
+        "`mur stop`, `mur trace show` or `mur run --resume` was given an id that names no session (or no formation) mur knows of.",
+        "List live sessions with `mur ps`; ids are `ses_…` or `frm_…`.";
+    E_RUN_004 = "E-RUN-004", "Cannot stop the session",
+        "`mur stop` could not signal a process of the session or formation.",
+        "Check that the process still runs and belongs to you.";
+    E_RUN_005 = "E-RUN-005", "Task cannot be read",
+        "--task names a file that exists but cannot be read.",
+        "Check the file's permissions, or pass the task's text itself.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";

@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::{doctor, explain, lock, pack, scaffold, store};
+use crate::{doctor, explain, lock, pack, scaffold, session, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -18,8 +18,6 @@ pub struct Cli {
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
     Explain(explain::ExplainArgs),
-    /// Run a capsule, or with --roster launch a formation.
-    Run(crate::formation::LaunchArgs),
     /// Scaffold a capsule folder, or with --roster a two-member formation.
     New(scaffold::NewArgs),
     /// Pack a capsule source folder into a deterministic <name>-<version>.mur.zip.
@@ -30,6 +28,14 @@ pub enum Command {
     Ls(store::ls::LsArgs),
     /// Pin name, version and sha256 of what the project uses in murmur.lock.
     Lock(lock::LockArgs),
+    /// Run a capsule as a session serving its door; with --roster, launch a formation.
+    Run(session::RunArgs),
+    /// Send SIGTERM to a session (ses_…), or to a formation's launcher (frm_…).
+    Stop(session::ops::StopArgs),
+    /// List live sessions.
+    Ps(session::ops::PsArgs),
+    /// Read traces: `mur trace show <ses_id|frm_id>`.
+    Trace(session::ops::TraceArgs),
     /// Admit a roster and report the result: members, edges, warnings, or the refusal.
     Doctor(doctor::DoctorArgs),
 }
@@ -38,12 +44,15 @@ pub enum Command {
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(args) => explain::run(&args),
-        Command::Run(args) => crate::formation::run_launch_args(&args),
         Command::New(args) => scaffold::run(&args),
         Command::Pack(args) => pack::run(&args),
         Command::Install(args) => store::install::run(&args),
         Command::Ls(args) => store::ls::run(&args),
         Command::Lock(args) => lock::run(&args),
+        Command::Run(args) => session::run(&args),
+        Command::Stop(args) => session::ops::stop(&args),
+        Command::Ps(args) => session::ops::ps(&args),
+        Command::Trace(args) => session::ops::trace(&args),
         Command::Doctor(args) => doctor::run(&args),
     }
 }

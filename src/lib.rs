@@ -3,6 +3,7 @@
 //! The `mur` binary is a thin layer over this library: `cli` parses the command line
 //! and each concern of the roster schema lives in the module named after it.
 
+pub mod a2a;
 pub mod admission;
 pub mod agent;
 pub mod catalogue;
@@ -11,6 +12,7 @@ pub mod cli;
 pub mod credential;
 pub mod diag;
 pub mod doctor;
+pub mod door;
 pub mod explain;
 pub mod formation;
 pub mod host;
@@ -25,6 +27,7 @@ pub mod retention;
 pub mod roster;
 pub mod running;
 pub mod scaffold;
+pub mod session;
 pub mod store;
 pub mod timing;
 pub mod trace;

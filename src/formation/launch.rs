@@ -6,7 +6,6 @@
 //! is dropped with it; every member holds the read end of a lifeline whose write end
 //! only this process holds.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -103,7 +102,7 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         &plan.project_dir,
         &formation,
         &plan.retain,
-        &running_formations(&places.running),
+        &crate::running::RunningDir::new(&places.running).live_formations(),
         SystemTime::now(),
     );
     for removal in removed {
@@ -475,39 +474,6 @@ fn unix_ms(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// The formations a running record names with its session still alive, or the error
-/// reading `~/.murmur/running/` (every formation then counts as running).
-fn running_formations(running: &Path) -> retention::Running {
-    let entries = match std::fs::read_dir(running) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashSet::new()),
-        Err(e) => return Err(e),
-    };
-    let mut live = HashSet::new();
-    for entry in entries {
-        let path = entry?.path();
-        if path.extension().is_none_or(|e| e != "json") {
-            continue;
-        }
-        let Ok(text) = std::fs::read(&path) else {
-            continue;
-        };
-        let Ok(record) = serde_json::from_slice::<serde_json::Value>(&text) else {
-            continue;
-        };
-        let (Some(formation), Some(pid)) = (
-            record.get("formation_id").and_then(|v| v.as_str()),
-            record.get("pid").and_then(|v| v.as_u64()),
-        ) else {
-            continue;
-        };
-        if crate::formation::marker::process_start(pid as u32).is_some() {
-            live.insert(formation.to_string());
-        }
-    }
-    Ok(live)
 }
 
 /// The documented test setting (docs/testing.md) that makes the launcher itself grow

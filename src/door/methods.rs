@@ -1,0 +1,247 @@
+//! The A2A methods: SendMessage, SendStreamingMessage, GetTask, ListTasks,
+//! CancelTask, SubscribeToTask, and the SSE framing they share.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+
+use super::server::{Call, Shared, json_bytes, rpc_error};
+use super::store::trim_history;
+use super::{Credential, Work, operator};
+use crate::a2a::{
+    self, GetTaskRequest, Id, ListTasksRequest, Message, Role, RpcError, SendMessageRequest,
+    SendMessageResponse, StreamResponse, Task, TaskIdRequest, TaskStatusUpdateEvent,
+};
+
+/// Frames a stream holds for a slow client before the producer waits.
+const STREAM_BUFFER: usize = 64;
+
+pub(crate) async fn dispatch(s: Arc<Shared>, caller: Credential, call: Call) -> Response {
+    let id = call.id.clone();
+    let result = match call.method.as_str() {
+        a2a::SEND_MESSAGE => send_message(&s, caller, call, false).await,
+        a2a::SEND_STREAMING_MESSAGE => send_message(&s, caller, call, true).await,
+        a2a::GET_TASK => get_task(&s, &caller, call),
+        a2a::LIST_TASKS => list_tasks(&s, &caller, call),
+        a2a::CANCEL_TASK => cancel_task(&s, &caller, call),
+        a2a::SUBSCRIBE_TO_TASK => subscribe(&s, &caller, call),
+        a2a::WATCH_SESSION | a2a::STOP_SESSION | a2a::RESOURCES_FILES => {
+            operator::dispatch(&s, call).await
+        }
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(RpcError::new(
+            -32003,
+            "Push notifications are not supported by this door",
+        )),
+        "GetExtendedAgentCard" => Err(RpcError::new(
+            -32007,
+            "This door has no extended Agent Card",
+        )),
+        other => {
+            let shown: String = other.chars().take(64).collect();
+            Err(RpcError::method_not_found(&shown))
+        }
+    };
+    match result {
+        Ok(resp) => resp,
+        Err(e) => rpc_error(id, e),
+    }
+}
+
+/// Reads a method's params; a wrong shape or type is `-32602` naming the field.
+pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T, RpcError> {
+    serde_json::from_value(value).map_err(RpcError::invalid_params)
+}
+
+/// A result body, serialized straight from `value` (no intermediate JSON tree).
+fn ok(id: Id, value: impl serde::Serialize) -> Result<Response, RpcError> {
+    #[derive(serde::Serialize)]
+    struct Ok<'a, T> {
+        jsonrpc: &'static str,
+        id: &'a Id,
+        result: T,
+    }
+    let body = serde_json::to_vec(&Ok {
+        jsonrpc: "2.0",
+        id: &id,
+        result: value,
+    })
+    .map_err(RpcError::internal)?;
+    Ok(json_bytes(body))
+}
+
+fn check_message(m: &Message) -> Result<(), RpcError> {
+    if m.message_id.is_empty() {
+        return Err(RpcError::invalid_params(
+            "message.messageId must not be empty",
+        ));
+    }
+    if m.role != Role::User {
+        return Err(RpcError::invalid_params("message.role must be ROLE_USER"));
+    }
+    if m.parts.is_empty() {
+        return Err(RpcError::invalid_params(
+            "message.parts must hold at least one part",
+        ));
+    }
+    if let Some(i) = m.parts.iter().position(|p| !p.is_well_formed()) {
+        return Err(RpcError::invalid_params(format!(
+            "message.parts[{i}] must set exactly one of text, raw, url and data"
+        )));
+    }
+    Ok(())
+}
+
+async fn send_message(
+    s: &Arc<Shared>,
+    caller: Credential,
+    call: Call,
+    streaming: bool,
+) -> Result<Response, RpcError> {
+    let req: SendMessageRequest = params(call.params)?;
+    check_message(&req.message)?;
+    let config = req.configuration.unwrap_or_default();
+    let (task_id, mut state) = if req.message.task_id.is_some() {
+        // A reply to a task waiting for input.
+        let (handle, state) = s.store.reply(&caller, req.message)?;
+        (handle.id().to_string(), state)
+    } else {
+        let created = s.store.create(caller.clone(), req.message.clone())?;
+        let task_id = created.snapshot.id.clone();
+        let mut message = req.message;
+        message.task_id = Some(task_id.clone());
+        message.context_id = Some(created.snapshot.context_id.clone());
+        let work = Work {
+            task_id: task_id.clone(),
+            context_id: created.snapshot.context_id.clone(),
+            message,
+            caller: caller.clone(),
+            cancel: created.handle.cancellation().clone(),
+            handle: created.handle,
+        };
+        if s.work.send(work).is_err() {
+            s.store.fail_unhanded(&task_id);
+            return Err(RpcError::internal("the session is not taking tasks"));
+        }
+        drop(created.events);
+        (task_id, created.state)
+    };
+    if streaming {
+        let (snapshot, events) = s.store.subscribe(&caller, &task_id)?;
+        return Ok(task_stream(s, call.id, caller, snapshot, events));
+    }
+    if !config.return_immediately {
+        tokio::select! {
+            _ = state.wait_for(|st| st.is_terminal() || st.is_interrupted()) => {}
+            _ = s.shutdown.cancelled() => {}
+        }
+    }
+    let task = trim_history(s.store.get(&caller, &task_id)?, config.history_length);
+    ok(call.id, SendMessageResponse::Task(task))
+}
+
+fn get_task(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Response, RpcError> {
+    let req: GetTaskRequest = params(call.params)?;
+    let task = s.store.get(caller, &req.id)?;
+    ok(call.id, trim_history(task, req.history_length))
+}
+
+fn list_tasks(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Response, RpcError> {
+    let req: ListTasksRequest = params(call.params)?;
+    ok(call.id, s.store.list(caller, &req)?)
+}
+
+fn cancel_task(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Response, RpcError> {
+    let req: TaskIdRequest = params(call.params)?;
+    ok(call.id, s.store.cancel(caller, &req.id)?)
+}
+
+fn subscribe(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Response, RpcError> {
+    let req: TaskIdRequest = params(call.params)?;
+    let (snapshot, events) = s.store.subscribe(caller, &req.id)?;
+    if snapshot.status.state.is_terminal() {
+        // A plain JSON-RPC error, not an error inside a stream (a2a-java#791).
+        return Err(RpcError::unsupported("the task has already ended"));
+    }
+    Ok(task_stream(s, call.id, caller.clone(), snapshot, events))
+}
+
+/// One SSE `data:` line: `{"jsonrpc":"2.0","id":…,"result":…}`.
+pub(crate) fn frame(id: &Id, result: impl serde::Serialize) -> String {
+    let result = serde_json::to_value(result).unwrap_or(Value::Null);
+    serde_json::to_string(&a2a::Response::ok(id.clone(), result)).unwrap_or_default()
+}
+
+/// An SSE response fed by a producer task through a bounded channel; the producer
+/// stops when the client goes away (the channel closes) or the door shuts down.
+pub(crate) fn sse(rx: mpsc::Receiver<String>) -> Response {
+    let mut rx = rx;
+    let stream = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|o| o.map(|data| Ok::<_, Infallible>(Event::default().data(data))))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The Task snapshot first, then each status and artifact update, ending after the
+/// update that makes the task terminal.
+fn task_stream(
+    s: &Arc<Shared>,
+    id: Id,
+    caller: Credential,
+    snapshot: Task,
+    mut events: broadcast::Receiver<StreamResponse>,
+) -> Response {
+    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    let shared = s.clone();
+    tokio::spawn(async move {
+        let task_id = snapshot.id.clone();
+        let ended = snapshot.status.state.is_terminal();
+        if tx
+            .send(frame(&id, StreamResponse::Task(snapshot)))
+            .await
+            .is_err()
+            || ended
+        {
+            return;
+        }
+        loop {
+            let event = tokio::select! {
+                _ = shared.shutdown.cancelled() => return,
+                _ = tx.closed() => return,
+                event = events.recv() => event,
+            };
+            let event = match event {
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // Fell behind: resynchronise with the task's current status.
+                    let Ok(task) = shared.store.get(&caller, &task_id) else {
+                        return;
+                    };
+                    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                        task_id: task.id,
+                        context_id: task.context_id,
+                        status: task.status,
+                        metadata: None,
+                    })
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            let end =
+                matches!(&event, StreamResponse::StatusUpdate(u) if u.status.state.is_terminal());
+            if tx.send(frame(&id, event)).await.is_err() || end {
+                return;
+            }
+        }
+    });
+    sse(rx)
+}

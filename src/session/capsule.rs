@@ -1,0 +1,146 @@
+//! What a session runs: the current folder's murmur.yaml, or an installed capsule
+//! found in the project store then the global store (murmur.lock honoured) and
+//! unpacked once into `~/.murmur/cache/<sha256>/`.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use crate::catalogue::{E_RUN_001, E_RUN_002, E_RUN_047};
+use crate::diag::{Diagnostic, Result};
+use crate::manifest::{self, Manifest};
+use crate::store::{self, Installed, Stores};
+use crate::{lock, pack, paths};
+
+/// A capsule ready to run.
+#[derive(Debug, Clone)]
+pub struct Capsule {
+    pub manifest: Manifest,
+    /// The folder holding the capsule's files: its source folder, or its unpacked copy.
+    pub root: PathBuf,
+    /// `<scope>/<name>` when installed; the bare manifest name when run from its folder.
+    pub name: String,
+    pub version: String,
+    /// The installed artifact, when there is one.
+    pub installed: Option<Installed>,
+}
+
+impl Capsule {
+    pub fn sha256(&self) -> Option<String> {
+        self.installed.as_ref().map(|i| i.sha256.clone())
+    }
+
+    /// The capsule's instructions file, read from its root (None when it has none or
+    /// it cannot be read).
+    pub fn instructions(&self) -> Option<String> {
+        let rel = self.manifest.instructions.as_ref()?;
+        std::fs::read_to_string(self.root.join(rel)).ok()
+    }
+}
+
+/// The murmur.yaml of `dir` (`mur run` with no --capsule). Never reads roster.yaml.
+pub fn from_folder(dir: &Path) -> Result<Capsule> {
+    let manifest = manifest::load(&dir.join(manifest::FILE_NAME))?;
+    Ok(Capsule {
+        name: manifest.name.clone(),
+        version: manifest.version.clone(),
+        root: dir.to_path_buf(),
+        manifest,
+        installed: None,
+    })
+}
+
+/// `~/.murmur/cache/`
+pub fn cache_root() -> PathBuf {
+    paths::murmur_home().join("cache")
+}
+
+/// The installed capsule `name` at `version`, resolved from `project`'s stores and
+/// lock. `bound` is the sha256 a formation's admission bound it to: other bytes are
+/// refused with E-RUN-047.
+pub fn installed(
+    project: &Path,
+    name: &str,
+    version: &str,
+    bound: Option<&str>,
+) -> Result<Capsule> {
+    installed_in(&Stores::of(project), project, name, version, bound)
+}
+
+fn installed_in(
+    stores: &Stores,
+    project: &Path,
+    name: &str,
+    version: &str,
+    bound: Option<&str>,
+) -> Result<Capsule> {
+    let found = stores.find(name, version)?.ok_or_else(|| {
+        Diagnostic::new(
+            E_RUN_001,
+            format!(
+                "{name} {version} is installed in neither {} nor {}",
+                stores.project.display(),
+                stores.global.display()
+            ),
+        )
+    })?;
+    if let Some(lock) = lock::load(project)?
+        && let Some(pin) = lock.pin(name)
+    {
+        lock::check(pin, &found, &project.join(lock::FILE_NAME))?;
+    }
+    if let Some(bound) = bound
+        && bound != found.sha256
+    {
+        return Err(Diagnostic::new(
+            E_RUN_047,
+            format!(
+                "{name} {version} changed since admission: sha256 {bound} then, {} now",
+                found.sha256
+            ),
+        )
+        .in_file(&found.path));
+    }
+    let root = unpacked(&found)?;
+    let manifest = manifest::load(&root.join(manifest::FILE_NAME))?;
+    Ok(Capsule {
+        manifest,
+        root,
+        name: found.name.clone(),
+        version: found.version.clone(),
+        installed: Some(found),
+    })
+}
+
+/// The artifact's unpacked copy, `~/.murmur/cache/<sha256>/`, made when missing. The
+/// artifact is hashed again after unpacking: bytes that changed meanwhile are refused
+/// with E-RUN-047 and the copy is removed, so the cache never holds a folder under
+/// another artifact's hash.
+fn unpacked(found: &Installed) -> Result<PathBuf> {
+    let root = cache_root();
+    let dest = root.join(&found.sha256);
+    if dest.join(manifest::FILE_NAME).is_file() {
+        store::verify(found)?;
+        return Ok(dest);
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&root)
+        .map_err(|e| {
+            Diagnostic::new(
+                E_RUN_002,
+                format!("cannot create the cache {}: {e}", root.display()),
+            )
+        })?;
+    if let Err(e) = pack::unpack(&found.path, &dest) {
+        // Another session may have unpacked the same artifact at the same moment.
+        if !dest.join(manifest::FILE_NAME).is_file() {
+            return Err(e);
+        }
+    }
+    if let Err(e) = store::verify(found) {
+        let _ = std::fs::remove_dir_all(&dest);
+        return Err(e);
+    }
+    Ok(dest)
+}

@@ -1,0 +1,178 @@
+//! How a session ends, as the spec's tables give it: what begins the end, what the
+//! session exits with, and the two ends that skip the wind-down (a second SIGTERM,
+//! and 20 seconds after the lifeline closed).
+
+use std::time::Duration;
+
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::catalogue::{self, Code};
+use crate::records::cancel_reason;
+use crate::running::RunningDir;
+use crate::trace::{ExitStatus, TaskState};
+
+/// What began the session's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// A first SIGTERM or SIGINT, or the operator's murmur.StopSession.
+    Sigterm { busy: bool },
+    /// The lifeline read end of file: the formation ended.
+    Lifeline { busy: bool },
+    /// `--deadline` or the formation's deadline fell.
+    Deadline,
+    /// `lifecycle.idle_timeout` passed with no task.
+    IdleTimeout,
+    /// `after_task: exit`: the task ended in `state`.
+    AfterTask(TaskState),
+}
+
+/// What the session exits with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    pub status: ExitStatus,
+    pub code: i32,
+    pub error: Option<Code>,
+}
+
+impl Cause {
+    /// The spec's tables: how each end is reported.
+    pub fn exit(self) -> Exit {
+        let exit = |status, code, error| Exit {
+            status,
+            code,
+            error,
+        };
+        match self {
+            Cause::Sigterm { busy: true } => {
+                exit(ExitStatus::Canceled, 1, Some(catalogue::E_RUN_040))
+            }
+            Cause::Sigterm { busy: false } | Cause::Lifeline { busy: false } => {
+                exit(ExitStatus::Ok, 0, None)
+            }
+            Cause::Lifeline { busy: true } => exit(ExitStatus::FormationEnded, 0, None),
+            Cause::Deadline => exit(ExitStatus::DeadlineReached, 1, Some(catalogue::E_RUN_053)),
+            Cause::IdleTimeout => exit(ExitStatus::Ok, 0, None),
+            Cause::AfterTask(TaskState::Completed) => exit(ExitStatus::Ok, 0, None),
+            Cause::AfterTask(TaskState::Canceled) => exit(ExitStatus::Canceled, 1, None),
+            Cause::AfterTask(_) => exit(ExitStatus::Failed, 1, None),
+        }
+    }
+
+    /// The `canceled:` reason of a task this end cancels.
+    pub fn cancel_reason(self) -> &'static str {
+        match self {
+            Cause::Sigterm { .. } => cancel_reason::SIGTERM,
+            Cause::Lifeline { .. } => cancel_reason::FORMATION_ENDED,
+            Cause::Deadline => cancel_reason::DEADLINE,
+            Cause::IdleTimeout | Cause::AfterTask(_) => "the session ended",
+        }
+    }
+
+    /// A SIGTERM during this wind-down: ignored after the lifeline closed (the
+    /// wind-down is under way), otherwise it is a second SIGTERM and exits 143.
+    pub fn sigterm_exits_at_once(self) -> bool {
+        !matches!(self, Cause::Lifeline { .. })
+    }
+}
+
+/// The `status:` word of an exit status, as `session_end.exit_status` writes it.
+pub fn status_word(status: ExitStatus) -> &'static str {
+    match status {
+        ExitStatus::Ok => "ok",
+        ExitStatus::FormationEnded => "formation_ended",
+        ExitStatus::DeadlineReached => "deadline_reached",
+        ExitStatus::Canceled => "canceled",
+        ExitStatus::Failed => "failed",
+    }
+}
+
+/// SIGTERM and SIGINT, as one stream: each is a SIGTERM to the session.
+pub struct Signals {
+    term: Option<Signal>,
+    int: Option<Signal>,
+}
+
+impl Signals {
+    pub fn new() -> Signals {
+        Signals {
+            term: signal(SignalKind::terminate()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
+        }
+    }
+
+    pub async fn next(&mut self) {
+        async fn recv(s: &mut Option<Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = recv(&mut self.term) => {}
+            _ = recv(&mut self.int) => {}
+        }
+    }
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals::new()
+    }
+}
+
+/// Exits with 143 now, wherever the session is: forgets its running record first
+/// (two file removals), and runs no destructor that could block.
+pub fn exit_now(running: &RunningDir, session_id: &str) -> ! {
+    let _ = running.remove(session_id);
+    // SAFETY: _exit has no preconditions; nothing after it runs.
+    unsafe { libc::_exit(143) }
+}
+
+/// Arms the lifeline's last resort: `after` (20 s, scaled) from now the process exits
+/// with 143 wherever its teardown is. A thread of its own, so a blocked runtime
+/// cannot hold it up.
+pub fn arm_wind_down_limit(after: Duration, running: RunningDir, session_id: String) {
+    let _ = std::thread::Builder::new()
+        .name("wind-down-limit".into())
+        .spawn(move || {
+            std::thread::sleep(after);
+            exit_now(&running, &session_id);
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    // One case per row of the spec's tables ("How a formation ends", and the ends of a
+    // session in docs/trace.md).
+    #[rstest]
+    #[case::sigterm_running(Cause::Sigterm { busy: true }, ExitStatus::Canceled, 1, Some("E-RUN-040"))]
+    #[case::sigterm_idle(Cause::Sigterm { busy: false }, ExitStatus::Ok, 0, None)]
+    #[case::lifeline_running(Cause::Lifeline { busy: true }, ExitStatus::FormationEnded, 0, None)]
+    #[case::lifeline_idle(Cause::Lifeline { busy: false }, ExitStatus::Ok, 0, None)]
+    #[case::deadline(Cause::Deadline, ExitStatus::DeadlineReached, 1, Some("E-RUN-053"))]
+    #[case::idle_timeout(Cause::IdleTimeout, ExitStatus::Ok, 0, None)]
+    #[case::after_task_completed(Cause::AfterTask(TaskState::Completed), ExitStatus::Ok, 0, None)]
+    #[case::after_task_failed(Cause::AfterTask(TaskState::Failed), ExitStatus::Failed, 1, None)]
+    fn ends_exit_as_the_tables_say(
+        #[case] cause: Cause,
+        #[case] status: ExitStatus,
+        #[case] code: i32,
+        #[case] error: Option<&str>,
+    ) {
+        let exit = cause.exit();
+        assert_eq!(exit.status, status);
+        assert_eq!(exit.code, code);
+        assert_eq!(exit.error.map(|c| c.as_str()), error);
+    }
+
+    #[test]
+    fn a_sigterm_after_the_lifeline_closed_changes_nothing() {
+        assert!(!Cause::Lifeline { busy: true }.sigterm_exits_at_once());
+        assert!(Cause::Sigterm { busy: true }.sigterm_exits_at_once());
+    }
+}

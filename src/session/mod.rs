@@ -1,0 +1,152 @@
+//! `mur run`: one capsule running as one session. It serves its door, runs the tasks
+//! the door accepts through the agent loop, records everything, and ends as the
+//! spec's tables say. docs/run.md describes the flags, the readiness line, the exit
+//! codes and the wind-down.
+//!
+//! The pieces, in the order a session uses them:
+//! - [`capsule`]: what to run (the current folder's murmur.yaml, or an installed capsule
+//!   unpacked to `~/.murmur/cache/<sha256>/`);
+//! - [`formation`]: the formation environment (channel, lifeline, W-RUN-007), read
+//!   before anything is staged;
+//! - [`output`]: stdout and stderr that never panic, and `logs/bootstrap.log` once the
+//!   launcher is gone;
+//! - [`serve`]: the session itself (records, door, running record, the main loop);
+//! - [`task`]: one task through the agent loop;
+//! - [`ends`]: how a session ends (signals, lifeline, deadline) and what it exits with;
+//! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
+
+pub mod capsule;
+pub mod ends;
+pub mod formation;
+pub mod ops;
+pub mod output;
+pub mod resume;
+pub mod serve;
+pub mod task;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::catalogue::{E_RUN_002, E_RUN_005, E_RUN_046};
+use crate::diag::{Diagnostic, Result};
+
+/// `mur run`: run a capsule as a session, or with `--roster` launch a formation.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Run this installed capsule (`<scope>/<name>`) instead of the current folder's
+    /// murmur.yaml.
+    #[arg(long, value_name = "NAME", requires = "capsule_version")]
+    pub capsule: Option<String>,
+    /// The exact version of --capsule.
+    #[arg(long, value_name = "V", requires = "capsule")]
+    pub capsule_version: Option<String>,
+    /// Run one task. A value that names an existing file stands for its content.
+    #[arg(long, value_name = "TEXT")]
+    pub task: Option<String>,
+    /// Print the readiness line (one JSON object) as the first line on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// End the session this many seconds after it starts (E-RUN-053).
+    #[arg(long, value_name = "SECONDS")]
+    pub deadline: Option<u64>,
+    /// Override lifecycle.task_acceptance.
+    #[arg(long, value_enum, value_name = "single|queue")]
+    pub lifecycle_task_acceptance: Option<Acceptance>,
+    /// Override lifecycle.after_task.
+    #[arg(long, value_enum, value_name = "exit|sleep")]
+    pub lifecycle_after_task: Option<AfterTask>,
+    /// Override lifecycle.idle_timeout: seconds, or `none`.
+    #[arg(long, value_name = "SECONDS|none", value_parser = parse_idle)]
+    pub lifecycle_idle_timeout: Option<IdleTimeout>,
+    /// Continue that session's conversation.
+    #[arg(long, value_name = "SES_ID", conflicts_with_all = ["roster", "capsule"])]
+    pub resume: Option<String>,
+    /// Launch the formation of this roster.yaml (default: ./roster.yaml).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = ".")]
+    pub roster: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Acceptance {
+    Single,
+    Queue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AfterTask {
+    Exit,
+    Sleep,
+}
+
+/// `--lifecycle-idle-timeout`: a number of seconds, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleTimeout {
+    None,
+    Seconds(u64),
+}
+
+fn parse_idle(value: &str) -> std::result::Result<IdleTimeout, String> {
+    if value == "none" {
+        return Ok(IdleTimeout::None);
+    }
+    value
+        .parse::<u64>()
+        .map(IdleTimeout::Seconds)
+        .map_err(|_| format!("`{value}` is neither a number of seconds nor `none`"))
+}
+
+impl RunArgs {
+    /// The task text: the named file's content when the value names an existing file.
+    pub fn task_text(&self) -> Result<Option<String>> {
+        let Some(task) = &self.task else {
+            return Ok(None);
+        };
+        let path = std::path::Path::new(task);
+        if !task.is_empty() && !task.contains('\n') && path.is_file() {
+            return std::fs::read_to_string(path).map(Some).map_err(|e| {
+                Diagnostic::new(
+                    E_RUN_005,
+                    format!("--task names {}, which cannot be read: {e}", path.display()),
+                )
+                .in_file(path)
+            });
+        }
+        Ok(Some(task.clone()))
+    }
+
+    /// `--deadline` as a duration.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline.map(Duration::from_secs)
+    }
+}
+
+/// Runs `mur run`; returns the exit status.
+pub fn run(args: &RunArgs) -> Result<i32> {
+    if args.roster.is_some() {
+        if std::env::var_os(crate::formation::member::FORMATION_ID_ENV).is_some() {
+            return Err(Diagnostic::new(
+                E_RUN_046,
+                "mur run --roster was started inside a formation (MURMUR_FORMATION_ID is set)",
+            ));
+        }
+        return run_roster(args);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Diagnostic::new(E_RUN_002, format!("cannot start a runtime: {e}")))?;
+    runtime.block_on(serve::session(args))
+}
+
+/// `mur run --roster`: the formation launcher lives in `crate::formation`.
+fn run_roster(args: &RunArgs) -> Result<i32> {
+    crate::formation::run_roster(&crate::formation::RosterLaunch {
+        roster: args.roster.clone().unwrap_or_else(|| PathBuf::from(".")),
+        // As given: the entry member shares the launcher's folder and reads a file there.
+        task: args.task.clone(),
+        deadline: args.deadline,
+    })
+}

@@ -1,0 +1,171 @@
+//! `mur stop`, `mur ps` and `mur trace show`: the commands that find sessions through
+//! their running records (`~/.murmur/running/`) and their records directories.
+
+use clap::{Args, Subcommand};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::catalogue::{E_RUN_003, E_RUN_004};
+use crate::diag::{Diagnostic, Result};
+use crate::formation::marker::Marker;
+use crate::paths;
+use crate::records::{self, Records};
+use crate::running::{RunningDir, RunningRecord};
+use crate::trace::{self, Event};
+
+/// `mur stop <ses_id|frm_id>`
+#[derive(Debug, Clone, Args)]
+pub struct StopArgs {
+    /// A session id (`ses_…`) or a formation id (`frm_…`).
+    pub id: String,
+}
+
+/// `mur ps`
+#[derive(Debug, Clone, Args)]
+pub struct PsArgs {
+    /// One JSON array of the running records.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `mur trace …`
+#[derive(Debug, Clone, Args)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    pub command: TraceCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TraceCommand {
+    /// Print a session's trace, readable; for a formation id, every member's session.
+    Show {
+        /// A session id (`ses_…`) or a formation id (`frm_…`).
+        id: String,
+    },
+}
+
+/// Sends SIGTERM to a session, or to a formation's launcher and to its members
+/// started by hand (running records naming the formation without a member name: no
+/// launcher ends them).
+pub fn stop(args: &StopArgs) -> Result<i32> {
+    let running = RunningDir::default();
+    let mut targets: Vec<(String, u32)> = Vec::new();
+    if args.id.starts_with("frm_") {
+        let dir = paths::formations_dir().join(&args.id);
+        if let Some(marker) = Marker::read(&dir)
+            && marker.launcher_running()
+        {
+            targets.push((format!("the launcher of {}", args.id), marker.launcher_pid));
+        }
+        for r in running.list()? {
+            if r.formation_id.as_deref() == Some(args.id.as_str()) && r.formation_member.is_none() {
+                targets.push((r.session_id.clone(), r.pid));
+            }
+        }
+    } else if let Some(r) = running.get(&args.id)? {
+        targets.push((r.session_id.clone(), r.pid));
+    }
+    if targets.is_empty() {
+        return Err(Diagnostic::new(
+            E_RUN_003,
+            format!("no running session or formation is named {}", args.id),
+        ));
+    }
+    for (what, pid) in targets {
+        kill(Pid::from_raw(pid as i32), Signal::SIGTERM).map_err(|e| {
+            Diagnostic::new(
+                E_RUN_004,
+                format!("cannot send SIGTERM to {what} (pid {pid}): {e}"),
+            )
+        })?;
+        eprintln!("[mur stop] sent SIGTERM to {what} (pid {pid})");
+    }
+    Ok(0)
+}
+
+/// Lists live sessions, oldest first.
+pub fn ps(args: &PsArgs) -> Result<i32> {
+    let live = RunningDir::default().list()?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&live).unwrap_or_else(|_| "[]".into());
+        println!("{text}");
+        return Ok(0);
+    }
+    if live.is_empty() {
+        eprintln!("no running sessions");
+        return Ok(0);
+    }
+    println!(
+        "{:<40} {:>7}  {:<28} {:<24} FORMATION",
+        "SESSION", "PID", "CAPSULE", "DOOR"
+    );
+    for r in &live {
+        println!("{}", ps_line(r));
+    }
+    Ok(0)
+}
+
+fn ps_line(r: &RunningRecord) -> String {
+    let formation = match (&r.formation_id, &r.formation_member) {
+        (Some(f), Some(m)) => format!("{f} ({m})"),
+        (Some(f), None) => format!("{f} (by hand)"),
+        _ => "-".to_string(),
+    };
+    format!(
+        "{:<40} {:>7}  {:<28} {:<24} {formation}",
+        r.session_id,
+        r.pid,
+        format!("{} {}", r.capsule, r.version),
+        r.door_url.as_deref().unwrap_or("-"),
+    )
+}
+
+/// `mur trace show`.
+pub fn trace(args: &TraceArgs) -> Result<i32> {
+    let TraceCommand::Show { id } = &args.command;
+    let root = paths::records_root();
+    let sessions: Vec<Records> = if id.starts_with("frm_") {
+        records::find_sessions(&root)
+            .into_iter()
+            .filter(|r| formation_of(r).as_deref() == Some(id.as_str()))
+            .collect()
+    } else {
+        records::find_session(&root, id).into_iter().collect()
+    };
+    if sessions.is_empty() {
+        return Err(Diagnostic::new(
+            E_RUN_003,
+            format!(
+                "no session or formation named {id} under {}",
+                root.display()
+            ),
+        ));
+    }
+    let many = sessions.len() > 1;
+    for (i, r) in sessions.iter().enumerate() {
+        let read = trace::read(&r.trace_path())?;
+        if many {
+            if i > 0 {
+                println!();
+            }
+            println!("== {} ({})", r.session_id, r.dir.display());
+        }
+        for record in &read.records {
+            println!("{record}");
+        }
+        if read.partial_tail {
+            println!("(the last record was cut short)");
+        }
+    }
+    Ok(0)
+}
+
+/// The formation a session's session_start names.
+fn formation_of(records: &Records) -> Option<String> {
+    let text = std::fs::read_to_string(records.trace_path()).ok()?;
+    let first = text.lines().next()?;
+    match serde_json::from_str::<trace::Record>(first).ok()?.event {
+        Event::SessionStart { formation_id, .. } => formation_id,
+        _ => None,
+    }
+}

@@ -1,0 +1,574 @@
+//! The session: stage it (formation environment, capsule, records, door, running
+//! record), announce it, run the tasks its door accepts one after another, and end it
+//! as `ends` says.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::capsule::{self, Capsule};
+use super::ends::{self, Cause, Signals};
+use super::formation::{self, Member, Membership};
+use super::output::{BOOTSTRAP_LOG, Output};
+use super::resume::{self, Resumed};
+use super::task::{self, TaskEnv};
+use super::{Acceptance, AfterTask, IdleTimeout, RunArgs};
+use crate::a2a::{self, Message, Role};
+use crate::agent::{PromptParts, TransportConfig};
+use crate::catalogue::E_RUN_002;
+use crate::diag::{Diagnostic, Result};
+use crate::door::{self, Credential, Door, DoorConfig, Work, WorkReceiver};
+use crate::manifest::{self, Transport};
+use crate::readiness::ReadinessLine;
+use crate::records::{self, Identity, Records, StartInfo};
+use crate::running::{self, RunningDir, RunningRecord};
+use crate::trace::{self, Event, ExitStatus, TaskState, TraceWriter};
+use crate::{paths, timing};
+
+/// The lifecycle in force: the manifest's, with the flags laid over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifecycle {
+    pub acceptance: door::Acceptance,
+    pub exit_after_task: bool,
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Lifecycle {
+    pub fn of(m: &manifest::Lifecycle, args: &RunArgs) -> Lifecycle {
+        let queue = match args.lifecycle_task_acceptance {
+            Some(a) => a == Acceptance::Queue,
+            None => m.task_acceptance == manifest::TaskAcceptance::Queue,
+        };
+        // `--task` runs one task: the session ends after it unless the flag says sleep.
+        let exit_after_task = match args.lifecycle_after_task {
+            Some(a) => a == AfterTask::Exit,
+            None => args.task.is_some() || m.after_task == manifest::AfterTask::Exit,
+        };
+        let idle = match args.lifecycle_idle_timeout {
+            Some(IdleTimeout::None) => None,
+            Some(IdleTimeout::Seconds(s)) => Some(s),
+            None => m.idle_timeout,
+        };
+        Lifecycle {
+            acceptance: if queue {
+                door::Acceptance::Queue {
+                    depth: m.queue_depth,
+                }
+            } else {
+                door::Acceptance::Single
+            },
+            exit_after_task,
+            idle_timeout: idle.map(Duration::from_secs),
+        }
+    }
+}
+
+/// Runs `mur run` (not `--roster`). Refusals before the session exists are `Err`;
+/// once its records exist every end is reported in them and the status returned.
+pub async fn session(args: &RunArgs) -> Result<i32> {
+    // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
+    // must wind the session down, never kill it with the default action.
+    let signals = Signals::new();
+    let out = Arc::new(Output::new());
+    let task_text = args.task_text()?;
+    let resumed = match &args.resume {
+        Some(id) => Some(resume::find(id)?),
+        None => None,
+    };
+    let warn_out = out.clone();
+    let membership =
+        formation::read(resumed.is_some(), &move |d| warn_out.diag(&d.to_string())).await?;
+    let (member, unbound_formation) = match membership {
+        Membership::None => (None, None),
+        Membership::Unbound { formation_id } => (None, Some(formation_id)),
+        Membership::Member(m) => (Some(m), None),
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
+    let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
+        (Some(r), _, _) => r.capsule()?,
+        (None, Some(name), Some(version)) => {
+            let project = member.as_ref().map_or(&cwd, |m| &m.project_dir);
+            let bound = member.as_ref().map(|m| m.artifact_sha256.as_str());
+            capsule::installed(project, name, version, bound)?
+        }
+        _ => capsule::from_folder(&cwd)?,
+    };
+    let workdir = match (&resumed, &member) {
+        (Some(r), _) => r.workdir.clone(),
+        (None, Some(m)) => m.workdir.clone(),
+        (None, None) => cwd.clone(),
+    };
+    if let Some(m) = &member
+        && let Some(w) = formation::out_of_reach(m, &capsule.manifest.capabilities.network.allow)
+    {
+        out.diag(&w.to_string());
+    }
+    let lifecycle = Lifecycle::of(&capsule.manifest.lifecycle, args);
+    let deadline = earliest(
+        args.deadline().map(|d| SystemTime::now() + d),
+        member.as_ref().and_then(|m| m.deadline),
+    );
+    let stage = Stage {
+        args,
+        out,
+        capsule,
+        workdir,
+        member,
+        unbound_formation,
+        resumed,
+        lifecycle,
+        deadline,
+        task_text,
+        signals: Some(signals),
+    };
+    stage.run().await
+}
+
+fn earliest(a: Option<SystemTime>, b: Option<SystemTime>) -> Option<SystemTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A moment on the wall clock as a runtime instant.
+fn instant_of(at: SystemTime) -> Instant {
+    let left = at
+        .duration_since(SystemTime::now())
+        .unwrap_or(Duration::ZERO);
+    Instant::now() + left
+}
+
+struct Stage<'a> {
+    args: &'a RunArgs,
+    out: Arc<Output>,
+    capsule: Capsule,
+    workdir: PathBuf,
+    member: Option<Box<Member>>,
+    /// W-RUN-007: the formation id of a member started by hand (its running record
+    /// names it, so `mur stop <frm_id>` reaches it; nothing else does).
+    unbound_formation: Option<String>,
+    resumed: Option<Resumed>,
+    lifecycle: Lifecycle,
+    deadline: Option<SystemTime>,
+    task_text: Option<String>,
+    signals: Option<Signals>,
+}
+
+/// A session whose records, door and running record exist.
+struct Live {
+    session_id: String,
+    trace: Arc<TraceWriter>,
+    door: Door,
+    work: WorkReceiver,
+    running: RunningDir,
+    env: Arc<TaskEnv>,
+    out: Arc<Output>,
+    formation_id: Option<String>,
+}
+
+impl Stage<'_> {
+    async fn run(mut self) -> Result<i32> {
+        let session_id = match &self.resumed {
+            Some(r) => r.session_id.clone(),
+            None => records::new_session_id(),
+        };
+        let formation_id = self.member.as_ref().map(|m| m.formation_id.clone());
+        let (records, trace, murmur_md) = self.records(&session_id)?;
+        self.out
+            .set_bootstrap_log(records.logs_dir().join(BOOTSTRAP_LOG));
+        let token = running::new_token();
+        trace.forbid(&token);
+        let (door, work, on_stop) = match self.door(&session_id, &token, &records, &trace).await {
+            Ok(d) => d,
+            Err(d) => return Ok(fail_early(&trace, &self.out, &d)),
+        };
+        let running = RunningDir::default();
+        let record = RunningRecord {
+            session_id: session_id.clone(),
+            pid: std::process::id(),
+            start_time: running::process_start_time(std::process::id()),
+            started_at: trace::now(),
+            capsule: self.capsule.name.clone(),
+            version: self.capsule.version.clone(),
+            door_url: Some(door_base(&door)),
+            workdir: self.workdir.clone(),
+            records_dir: records.dir.clone(),
+            formation_id: formation_id.clone().or(self.unbound_formation.clone()),
+            formation_member: self.member.as_ref().map(|m| m.name.clone()),
+        };
+        if let Err(d) = running.register(&record, &token) {
+            return Ok(fail_early(&trace, &self.out, &d));
+        }
+        let env = Arc::new(TaskEnv {
+            trace: trace.clone(),
+            transport: self.transport(&records),
+            system: TaskEnv::system_prompt(
+                &PromptParts {
+                    capsule_name: self.capsule.manifest.name.clone(),
+                    capsule_version: self.capsule.version.clone(),
+                    description: self.capsule.manifest.description.clone(),
+                    roster_name: self.member.as_ref().map(|m| m.name.clone()),
+                    instructions: self.capsule.instructions(),
+                    murmur_md: Some(murmur_md),
+                    capsule_block: matches!(
+                        self.capsule.manifest.agent.transport,
+                        Transport::Http(_)
+                    ),
+                },
+                self.resumed.as_ref().map(|r| r.earlier.as_str()),
+            ),
+            records,
+            max_turns: self.capsule.manifest.inference.max_turns,
+            out: self.out.clone(),
+        });
+        self.announce(&session_id, &door, formation_id.clone());
+        let live = Live {
+            session_id,
+            trace,
+            door,
+            work,
+            running,
+            env,
+            out: self.out.clone(),
+            formation_id,
+        };
+        let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
+        let code = live
+            .main_loop(Watch {
+                lifecycle: self.lifecycle,
+                deadline: self.deadline.map(instant_of),
+                lifeline,
+                on_stop,
+                task_text: self.task_text.take(),
+                print_result: !self.args.json,
+                signals: self.signals.take().unwrap_or_default(),
+            })
+            .await;
+        Ok(code)
+    }
+
+    /// The records directory with its trace (session_start written) and MURMUR.md.
+    fn records(&self, session_id: &str) -> Result<(Records, Arc<TraceWriter>, String)> {
+        let identity = Identity {
+            session_id: session_id.to_string(),
+            capsule: self.capsule.name.clone(),
+            version: self.capsule.version.clone(),
+            roster_name: self.member.as_ref().map(|m| m.name.clone()),
+            formation_id: self.member.as_ref().map(|m| m.formation_id.clone()),
+        };
+        if let Some(r) = &self.resumed {
+            let records = Records::open(r.records_dir.clone());
+            let trace = TraceWriter::append(&records.trace_path())?;
+            trace.write(Event::SessionStart {
+                session_id: session_id.to_string(),
+                capsule: trace::CapsuleRef {
+                    name: self.capsule.name.clone(),
+                    version: self.capsule.version.clone(),
+                    sha256: self.capsule.sha256(),
+                },
+                mur_version: env!("CARGO_PKG_VERSION").to_string(),
+                pid: std::process::id(),
+                workdir: self.workdir.clone(),
+                records_dir: records.dir.clone(),
+                formation_id: None,
+                formation_member: None,
+                formation_callees: None,
+            })?;
+            let md = records.write_murmur_md(&identity, &self.workdir)?;
+            return Ok((records, Arc::new(trace), md));
+        }
+        let info = StartInfo {
+            sha256: self.capsule.sha256(),
+            callees: self.member.as_ref().map(|m| m.callees()),
+        };
+        let started = records::start(&paths::records_root(), &self.workdir, &identity, &info)?;
+        Ok((started.records, started.trace, started.murmur_md))
+    }
+
+    async fn door(
+        &self,
+        session_id: &str,
+        token: &str,
+        records: &Records,
+        trace: &TraceWriter,
+    ) -> Result<(Door, WorkReceiver, tokio::sync::mpsc::UnboundedReceiver<()>)> {
+        let m = &self.capsule.manifest;
+        let mut config = DoorConfig::new(session_id, token);
+        config.card = door::CardInfo {
+            name: self.capsule.name.clone(),
+            description: m.description.clone(),
+            version: self.capsule.version.clone(),
+            skills: Vec::new(),
+        };
+        config.public = m.network.authentication.is_none();
+        if let Some(auth) = &m.network.authentication {
+            for name in &auth.bearer_env {
+                if let Ok(value) = std::env::var(name)
+                    && !value.is_empty()
+                {
+                    trace.forbid(&value);
+                    config.bearer_tokens.push(door::DeclaredToken {
+                        env_name: name.clone(),
+                        token: value,
+                    });
+                }
+            }
+        }
+        config.accept_peer_tasks = m.exports.peer_tasks.accept;
+        config.formation = self.member.as_ref().map(|mem| door::FormationMember {
+            verify_key: mem.verify_key.clone(),
+            member: mem.name.clone(),
+        });
+        config.acceptance = self.lifecycle.acceptance;
+        config.files_root = Some(records.out_dir());
+        let (stop_tx, stop_rx) = tokio::sync::mpsc::unbounded_channel();
+        config.on_stop = Some(Arc::new(move || {
+            let _ = stop_tx.send(());
+        }));
+        let (door, work) = Door::start(config).await.map_err(|e| {
+            Diagnostic::new(
+                E_RUN_002,
+                format!("cannot serve the door on 127.0.0.1: {e}"),
+            )
+        })?;
+        Ok((door, work, stop_rx))
+    }
+
+    /// The agent's transport. A process harness sees only what the capsule may
+    /// (`agent::harness_env`: its folders and `capabilities.env.allow`).
+    fn transport(&self, records: &Records) -> TransportConfig {
+        let m = &self.capsule.manifest;
+        let env = crate::agent::harness_env(records, &self.workdir, &m.capabilities.env.allow);
+        TransportConfig::from_manifest(
+            &m.agent.transport,
+            &self.capsule.root,
+            env,
+            Some(records.logs_dir().join("harness.log")),
+        )
+    }
+
+    /// The readiness line (`--json`), or a line for people on stderr. Printed once the
+    /// door serves: `Door::start` returns with its listener bound and accepting.
+    fn announce(&self, session_id: &str, door: &Door, formation_id: Option<String>) {
+        let url = door_base(door);
+        if self.args.json {
+            let line = ReadinessLine::new(session_id, Some(url), formation_id);
+            if let Ok(text) = serde_json::to_string(&line) {
+                self.out.stdout_line(&text);
+            }
+        } else {
+            self.out.diag(&format!(
+                "[mur run] session {session_id} ({} {}) serving at {url}; operator token in {}",
+                self.capsule.name,
+                self.capsule.version,
+                paths::running_dir()
+                    .join(format!("{session_id}.token"))
+                    .display()
+            ));
+        }
+    }
+}
+
+/// `http://127.0.0.1:<port>`, as the readiness line and the running record give it.
+fn door_base(door: &Door) -> String {
+    door.url().trim_end_matches('/').to_string()
+}
+
+/// A session that could not go on after its records existed: session_end `failed`.
+fn fail_early(trace: &TraceWriter, out: &Output, d: &Diagnostic) -> i32 {
+    out.diag(&d.to_string());
+    let _ = trace.write(Event::SessionEnd {
+        exit_status: ExitStatus::Failed,
+        exit_code: 1,
+        error_code: Some(d.code.as_str().to_string()),
+    });
+    out.diag("status: failed");
+    1
+}
+
+/// What the main loop watches besides the door.
+struct Watch {
+    lifecycle: Lifecycle,
+    deadline: Option<Instant>,
+    lifeline: Option<std::os::fd::OwnedFd>,
+    /// The operator's murmur.StopSession.
+    on_stop: tokio::sync::mpsc::UnboundedReceiver<()>,
+    /// `--task`.
+    task_text: Option<String>,
+    /// Print the `--task` result on stdout (not with `--json`).
+    print_result: bool,
+    signals: Signals,
+}
+
+impl Live {
+    /// Runs tasks until something ends the session; returns the exit status.
+    async fn main_loop(mut self, watch: Watch) -> i32 {
+        let Watch {
+            lifecycle,
+            deadline,
+            lifeline,
+            mut on_stop,
+            task_text,
+            print_result,
+            mut signals,
+        } = watch;
+        let mut lifeline = lifeline.map(|fd| Box::pin(crate::lifeline::closed(fd)));
+        let mut running: Option<JoinHandle<TaskState>> = None;
+        let mut idle_since = Instant::now();
+        let mut first_task = None;
+        if let Some(text) = task_text {
+            match self.submit(text) {
+                Ok(work) => {
+                    first_task = Some(work.task_id.clone());
+                    running = Some(tokio::spawn(task::run(self.env.clone(), work)));
+                }
+                Err(e) => self.out.diag(&format!("[mur run] error: {}", e.message)),
+            }
+        }
+        let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+        let cause = loop {
+            let idle_at = match (&running, lifecycle.idle_timeout) {
+                (None, Some(t)) => idle_since + t,
+                _ => far,
+            };
+            let busy = running.is_some();
+            tokio::select! {
+                biased;
+                _ = signals.next() => break Cause::Sigterm { busy },
+                Some(()) = on_stop.recv() => break Cause::Sigterm { busy },
+                _ = async { lifeline.as_mut().expect("guarded").await }, if lifeline.is_some() => {
+                    lifeline = None;
+                    break Cause::Lifeline { busy };
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
+                    break Cause::Deadline;
+                }
+                ended = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
+                    running = None;
+                    idle_since = Instant::now();
+                    let state = ended.unwrap_or(TaskState::Failed);
+                    if print_result && first_task.take().is_some() {
+                        let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
+                        self.out.stdout_text(&text);
+                    }
+                    if lifecycle.exit_after_task {
+                        break Cause::AfterTask(state);
+                    }
+                }
+                work = self.work.next(), if running.is_none() => {
+                    match work {
+                        Some(work) => running = Some(tokio::spawn(task::run(self.env.clone(), work))),
+                        None => break Cause::Sigterm { busy: false },
+                    }
+                }
+                _ = tokio::time::sleep_until(idle_at), if idle_at < far => break Cause::IdleTimeout,
+            }
+        };
+        self.wind_down(cause, running, lifeline, &mut signals).await
+    }
+
+    /// The `--task` task: a task on the door, started by the operator.
+    fn submit(&self, text: String) -> std::result::Result<Work, a2a::RpcError> {
+        let message = Message::text(Role::User, text);
+        let created = self
+            .door
+            .store()
+            .create(Credential::Operator, message.clone())?;
+        let mut message = message;
+        message.task_id = Some(created.snapshot.id.clone());
+        message.context_id = Some(created.snapshot.context_id.clone());
+        Ok(Work {
+            task_id: created.snapshot.id.clone(),
+            context_id: created.snapshot.context_id.clone(),
+            message,
+            caller: Credential::Operator,
+            cancel: created.handle.cancellation().clone(),
+            handle: created.handle,
+        })
+    }
+
+    /// Ends the session: formation_ended first when the lifeline closed, then every
+    /// queued task refused, every live task canceled, session_end, the running record
+    /// removed.
+    async fn wind_down(
+        mut self,
+        cause: Cause,
+        mut running: Option<JoinHandle<TaskState>>,
+        mut lifeline: Option<std::pin::Pin<Box<impl Future<Output = std::io::Result<()>>>>>,
+        signals: &mut Signals,
+    ) -> i32 {
+        if let Cause::Lifeline { .. } = cause {
+            if let Some(formation_id) = &self.formation_id {
+                self.record(Event::FormationEnded {
+                    formation_id: formation_id.clone(),
+                });
+            }
+            ends::arm_wind_down_limit(
+                timing::scaled(timing::WIND_DOWN_EXIT),
+                self.running.clone(),
+                self.session_id.clone(),
+            );
+        }
+        let store = self.door.store().clone();
+        store.close();
+        while let Some(queued) = self.work.try_next() {
+            let _ = queued
+                .handle
+                .reject("the session is ending and takes no more tasks");
+            self.record(Event::TaskState {
+                task_id: queued.task_id.clone(),
+                from: Some(TaskState::Submitted),
+                to: TaskState::Rejected,
+                reason: Some("the session is ending".into()),
+            });
+        }
+        store.cancel_all(cause.cancel_reason());
+        // Wait for the task to wind down. A SIGTERM now is a second one (exit 143),
+        // except after the lifeline closed; the lifeline closing now changes nothing.
+        if let Some(task) = running.as_mut() {
+            loop {
+                tokio::select! {
+                    _ = &mut *task => break,
+                    _ = signals.next() => {
+                        if cause.sigterm_exits_at_once() {
+                            ends::exit_now(&self.running, &self.session_id);
+                        }
+                    }
+                    _ = async { lifeline.as_mut().expect("guarded").await }, if lifeline.is_some() => {
+                        lifeline = None;
+                    }
+                }
+            }
+        }
+        let exit = cause.exit();
+        if let Some(code) = exit.error {
+            let what = match cause {
+                Cause::Deadline => "the session reached its deadline".to_string(),
+                _ => "the session received SIGTERM while a task ran; the task was canceled"
+                    .to_string(),
+            };
+            self.out.diag(&Diagnostic::new(code, what).to_string());
+        }
+        self.record(Event::SessionEnd {
+            exit_status: exit.status,
+            exit_code: exit.code,
+            error_code: exit.error.map(|c| c.as_str().to_string()),
+        });
+        let _ = self.running.remove(&self.session_id);
+        self.door.shutdown().await;
+        self.out
+            .diag(&format!("status: {}", ends::status_word(exit.status)));
+        exit.code
+    }
+
+    fn record(&self, event: Event) {
+        if let Err(d) = self.trace.write(event) {
+            self.out.diag(&d.to_string());
+        }
+    }
+}

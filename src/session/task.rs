@@ -1,0 +1,191 @@
+//! One task the door accepted, run through the agent loop: its trace records, its
+//! progress on the door, and its `out/result.txt`.
+
+use std::sync::Arc;
+
+use crate::a2a;
+use crate::agent::{self, Agent, AgentSpec, Outcome, PromptParts, TransportConfig};
+use crate::door::{TaskHandle, Work};
+use crate::records::Records;
+use crate::session::output::Output;
+use crate::trace::{Event, TaskState, TraceWriter};
+
+/// What every task of a session shares.
+pub struct TaskEnv {
+    pub trace: Arc<TraceWriter>,
+    pub records: Records,
+    pub transport: TransportConfig,
+    pub max_turns: u32,
+    /// The system prompt (built once per session).
+    pub system: String,
+    pub out: Arc<Output>,
+}
+
+impl TaskEnv {
+    /// The system prompt: the `[Capsule]` block on http, the instructions, MURMUR.md,
+    /// and for a resumed session what was said before.
+    pub fn system_prompt(parts: &PromptParts, earlier: Option<&str>) -> String {
+        let mut system = agent::system_prompt(parts);
+        if let Some(earlier) = earlier.filter(|e| !e.trim().is_empty()) {
+            if !system.is_empty() {
+                system.push('\n');
+            }
+            system.push_str("## Earlier in this session\n\n");
+            system.push_str(earlier.trim_end());
+            system.push('\n');
+        }
+        system
+    }
+
+    fn record(&self, event: Event) {
+        if let Err(d) = self.trace.write(event) {
+            self.out.diag(&d.to_string());
+        }
+    }
+
+    fn state(&self, task_id: &str, from: Option<TaskState>, to: TaskState, reason: Option<String>) {
+        self.record(Event::TaskState {
+            task_id: task_id.to_string(),
+            from,
+            to,
+            reason,
+        });
+    }
+}
+
+/// Runs `work` to its end and returns the state it ended in.
+pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
+    let task_id = work.task_id.clone();
+    let mut text = work.message.text_content();
+    env.record(Event::A2aTaskReceived {
+        task_id: task_id.clone(),
+        context_id: Some(work.context_id.clone()),
+        credential: work.caller.to_string(),
+        text: Some(text.clone()),
+    });
+    let handle = work.handle;
+    let cancel = work.cancel;
+    if handle.working().is_err() {
+        // Canceled (or refused) before it began.
+        return finish(&env, &handle, TaskState::Submitted, Outcome::Canceled);
+    }
+    env.state(
+        &task_id,
+        Some(TaskState::Submitted),
+        TaskState::Working,
+        None,
+    );
+    let transport = match agent::transport(&env.transport) {
+        Ok(t) => t,
+        Err(reason) => {
+            return finish(
+                &env,
+                &handle,
+                TaskState::Working,
+                Outcome::Failed { reason },
+            );
+        }
+    };
+    let mut agent = Agent::new(AgentSpec {
+        task_id: task_id.clone(),
+        system: env.system.clone(),
+        max_turns: env.max_turns,
+        tools: Vec::new(),
+        transport,
+        trace: Some(env.trace.clone()),
+    });
+    loop {
+        let outcome = agent.send(&text, &cancel).await;
+        let Outcome::InputRequired { question } = &outcome else {
+            return finish(&env, &handle, TaskState::Working, outcome);
+        };
+        env.state(
+            &task_id,
+            Some(TaskState::Working),
+            TaskState::InputRequired,
+            Some(question.clone()),
+        );
+        if let Err(d) = env.records.write_result(&outcome, "") {
+            env.out.diag(&d.to_string());
+        }
+        match handle.input_required(question.clone()).await {
+            Ok(reply) => {
+                text = reply.text_content();
+                env.state(
+                    &task_id,
+                    Some(TaskState::InputRequired),
+                    TaskState::Working,
+                    None,
+                );
+            }
+            Err(_) => {
+                agent.close().await;
+                return finish(&env, &handle, TaskState::InputRequired, Outcome::Canceled);
+            }
+        }
+    }
+}
+
+/// Reports a final outcome on the door, writes out/result.txt and the task's last
+/// task_state record. The door's word wins: a task the door already canceled ends
+/// canceled whatever the agent made of it meanwhile.
+fn finish(env: &TaskEnv, handle: &TaskHandle, from: TaskState, outcome: Outcome) -> TaskState {
+    // result.txt first, so a caller that sees the task end finds its result; it is
+    // written again below if the door canceled the task meanwhile.
+    if !matches!(outcome, Outcome::Canceled)
+        && let Err(d) = env.records.write_result(&outcome, "")
+    {
+        env.out.diag(&d.to_string());
+    }
+    let reported = match &outcome {
+        Outcome::Completed { message, artifacts } => {
+            let mut ok = true;
+            for artifact in artifacts {
+                if let Some(a) = to_wire(artifact) {
+                    ok &= handle.artifact(a, false, true).is_ok();
+                }
+            }
+            ok && match message {
+                Some(text) => handle.complete(text.clone()).is_ok(),
+                None => handle.set_status(a2a::TaskState::Completed, None).is_ok(),
+            }
+        }
+        Outcome::Rejected { reason } => handle.reject(reason.clone()).is_ok(),
+        Outcome::Failed { reason } => handle.fail(reason.clone()).is_ok(),
+        Outcome::Canceled | Outcome::InputRequired { .. } => false,
+    };
+    let snapshot = handle.snapshot();
+    let (outcome, reason) = if reported {
+        (outcome, None)
+    } else {
+        // Ended by the door: the status message says who canceled it and why.
+        let why = snapshot
+            .as_ref()
+            .and_then(|t| t.status.message.as_ref())
+            .map(|m| m.text_content())
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| "canceled".to_string());
+        (Outcome::Canceled, Some(why))
+    };
+    if !reported
+        && let Err(d) = env
+            .records
+            .write_result(&outcome, reason.as_deref().unwrap_or(""))
+    {
+        env.out.diag(&d.to_string());
+    }
+    let to = outcome.state();
+    let detail = match &outcome {
+        Outcome::Rejected { reason } | Outcome::Failed { reason } => Some(reason.clone()),
+        _ => reason,
+    };
+    env.state(handle.id(), Some(from), to, detail);
+    to
+}
+
+/// The agent's artifact in the door's wire type: both are A2A 1.0's shape.
+fn to_wire(artifact: &agent::Artifact) -> Option<a2a::Artifact> {
+    serde_json::to_value(artifact)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+}

@@ -1,0 +1,484 @@
+//! `mur run` as one session, run as the real binary with HOME in a tempdir: a task
+//! end to end, the readiness line and the door, signals, the deadline, --resume, and
+//! `mur stop`, `mur ps`, `mur trace show`.
+
+mod run_support;
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use run_support::*;
+use serde_json::json;
+
+fn capsule_args(name: &str) -> [String; 4] {
+    [
+        "--capsule".into(),
+        format!("local/{name}"),
+        "--capsule-version".into(),
+        "1.0.0".into(),
+    ]
+}
+
+#[test]
+fn task_runs_end_to_end_on_the_builtin_model() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let out = w
+        .mur()
+        .arg("run")
+        .args(capsule_args("demo"))
+        .args(["--task", "Write the page. Test it."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("status: ok"), "{stderr}");
+    let ids = w.sessions();
+    assert_eq!(ids.len(), 1);
+    let id = &ids[0];
+    assert!(id.starts_with("ses_") && id.len() == 36, "{id}");
+    let result = w.result(id);
+    assert!(
+        result.starts_with("completed\nPlan for: Write the page. Test it."),
+        "{result}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), result.trim());
+    let trace = w.trace(id);
+    assert_eq!(
+        types(&trace),
+        [
+            "session_start",
+            "a2a_task_received",
+            "task_state",
+            "inference_turn",
+            "task_state",
+            "session_end"
+        ]
+    );
+    assert_eq!(trace[0]["capsule"]["name"], "local/demo");
+    assert!(trace[0].get("formation_id").is_none());
+    assert_eq!(trace[1]["credential"], "operator");
+    assert_eq!(trace[4]["to"], "completed");
+    assert_eq!(trace[5]["exit_status"], "ok");
+    assert_eq!(trace[5]["exit_code"], 0);
+    // Unpacked once, keyed by sha256; the running record is gone; the project untouched.
+    let sha = installed_sha(&w, "demo");
+    assert!(
+        w.home
+            .join(".murmur/cache")
+            .join(&sha)
+            .join("murmur.yaml")
+            .is_file()
+    );
+    assert_eq!(std::fs::read_dir(w.running_dir()).unwrap().count(), 0);
+    let in_proj: Vec<_> = std::fs::read_dir(&w.proj)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        in_proj,
+        [".murmur"],
+        "the runtime made nothing in the work folder"
+    );
+}
+
+#[test]
+fn current_folder_murmur_yaml_runs_and_roster_yaml_is_never_read() {
+    let w = World::new();
+    std::fs::write(
+        w.proj.join("murmur.yaml"),
+        "name: here\nversion: 0.1.0\ndescription: d\nagent:\n  transport: builtin\n",
+    )
+    .unwrap();
+    std::fs::write(w.proj.join("roster.yaml"), "this is: [not a roster").unwrap();
+    let out = w.mur().args(["run", "--task", "Hello."]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = &w.sessions()[0];
+    assert_eq!(w.trace(id)[0]["capsule"]["name"], "here");
+}
+
+#[test]
+fn task_file_is_read_as_the_task() {
+    let w = World::new();
+    w.install("demo", "", None);
+    std::fs::write(w.proj.join("task.md"), "Read me from a file.").unwrap();
+    let out = w
+        .mur()
+        .arg("run")
+        .args(capsule_args("demo"))
+        .args(["--task", "task.md"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let id = &w.sessions()[0];
+    assert_eq!(w.trace(id)[1]["text"], "Read me from a file.");
+}
+
+#[test]
+fn capsule_not_installed_is_e_run_001() {
+    let w = World::new();
+    let out = w
+        .mur()
+        .arg("run")
+        .args(capsule_args("nothere"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("E-RUN-001"));
+    assert!(w.sessions().is_empty(), "a refusal stages nothing");
+}
+
+#[test]
+fn json_readiness_line_then_send_message_and_get_task_with_the_operator_token() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("demo")).arg("--json");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    assert_eq!(ready["type"], "ready");
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("ses_"));
+    assert!(ready.get("formation_id").is_none());
+    let door = ready["door"].as_str().unwrap().to_string();
+    assert!(door.starts_with("http://127.0.0.1:"), "{door}");
+    let token = w.token(&id);
+    let sent = rpc(
+        &door,
+        &token,
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Plan a trip."}]}}),
+    );
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    let got = rpc(&door, &token, "GetTask", json!({"id": task["id"]}));
+    assert_eq!(got["result"]["id"], task["id"]);
+    assert!(
+        w.result(&id)
+            .starts_with("completed\nPlan for: Plan a trip.")
+    );
+    // A wrong token is refused; the session keeps serving.
+    let bad = rpc(&door, "not-the-token", "GetTask", json!({"id": task["id"]}));
+    assert!(bad.get("result").is_none(), "{bad}");
+    s.signal(Signal::SIGTERM);
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "idle at SIGTERM: {stderr}");
+    let trace = w.trace(&id);
+    assert_eq!(trace.last().unwrap()["exit_status"], "ok");
+    assert!(!w.running_dir().join(format!("{id}.json")).exists());
+}
+
+#[test]
+fn sigterm_mid_task_cancels_it_with_e_run_040() {
+    let w = World::new();
+    w.install("sleeper", "", Some(SLEEPER));
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("sleeper"))
+        .args(["--task", "Sleep."]);
+    let s = Session::spawn(cmd);
+    let id = wait_harness(&w);
+    s.signal(Signal::SIGTERM);
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("E-RUN-040"), "{stderr}");
+    assert_eq!(w.result(&id), "canceled: SIGTERM (E-RUN-040)\n");
+    let trace = w.trace(&id);
+    let end = trace.last().unwrap();
+    assert_eq!(end["type"], "session_end");
+    assert_eq!(end["exit_status"], "canceled");
+    assert_eq!(end["error_code"], "E-RUN-040");
+}
+
+#[test]
+fn a_second_sigterm_exits_143_at_once() {
+    let w = World::new();
+    w.install("stubborn", "", Some(STUBBORN));
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("stubborn"))
+        .args(["--task", "Sleep.", "--json"]);
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    wait_harness(&w);
+    s.signal(Signal::SIGTERM);
+    // The wind-down has begun once the door reports the task canceled; the harness
+    // ignores SIGTERM, so teardown now waits for it.
+    wait_for("the task canceled", || {
+        let listed = rpc(&door, &token, "ListTasks", json!({}));
+        listed["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_CANCELED"
+    });
+    s.signal(Signal::SIGTERM);
+    let (code, _) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 143);
+    assert!(!types(&w.trace(&id)).contains(&"session_end".to_string()));
+    assert!(!w.running_dir().join(format!("{id}.json")).exists());
+}
+
+#[test]
+fn deadline_ends_the_session_with_e_run_053() {
+    let w = World::new();
+    w.install("sleeper", "", Some(SLEEPER));
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("sleeper"))
+        .args(["--task", "Sleep.", "--deadline", "1"]);
+    let s = Session::spawn(cmd);
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("E-RUN-053"), "{stderr}");
+    let id = &w.sessions()[0];
+    assert_eq!(w.result(id), "canceled: deadline reached (E-RUN-053)\n");
+    let end = w.trace(id).last().unwrap().clone();
+    assert_eq!(end["exit_status"], "deadline_reached");
+    assert_eq!(end["error_code"], "E-RUN-053");
+}
+
+#[test]
+fn idle_timeout_flag_ends_an_idle_session() {
+    let w = World::new();
+    w.install("demo", "lifecycle:\n  idle_timeout: 600s\n", None);
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("demo"))
+        .args(["--json", "--lifecycle-idle-timeout", "1"]);
+    let s = Session::spawn(cmd);
+    s.ready();
+    let (code, _) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0);
+    let id = &w.sessions()[0];
+    assert_eq!(w.trace(id).last().unwrap()["exit_status"], "ok");
+}
+
+#[test]
+fn resume_continues_the_session_without_formation_parts() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let out = w
+        .mur()
+        .arg("run")
+        .args(capsule_args("demo"))
+        .args(["--task", "First."])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let id = w.sessions()[0].clone();
+    let mut cmd = w.mur();
+    cmd.args(["run", "--resume", &id, "--json", "--task", "Second."])
+        .env(
+            "MURMUR_FORMATION_ID",
+            "frm_0123456789abcdef0123456789abcdef",
+        );
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    assert_eq!(ready["session_id"], id.as_str());
+    assert!(ready.get("formation_id").is_none());
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("W-RUN-007"), "{stderr}");
+    let trace = w.trace(&id);
+    let starts: Vec<_> = trace
+        .iter()
+        .filter(|r| r["type"] == "session_start")
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert!(starts[1].get("formation_id").is_none());
+    assert!(!types(&trace).contains(&"formation_ended".to_string()));
+    let seqs: Vec<u64> = trace.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert!(w.result(&id).contains("Plan for: Second."));
+}
+
+#[test]
+fn resume_and_roster_conflict_with_status_2() {
+    let w = World::new();
+    let out = w
+        .mur()
+        .args(["run", "--roster", "--resume", "ses_x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn stop_ps_and_trace_show() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("demo")).arg("--json");
+    let s = Session::spawn(cmd);
+    let id = s.ready()["session_id"].as_str().unwrap().to_string();
+    let ps = w.mur().arg("ps").output().unwrap();
+    assert!(String::from_utf8_lossy(&ps.stdout).contains(&id));
+    let shown = w.mur().args(["trace", "show", &id]).output().unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains("session_start") && text.contains(&id),
+        "{text}"
+    );
+    let stop = w.mur().args(["stop", &id]).output().unwrap();
+    assert_eq!(stop.status.code(), Some(0));
+    let (code, _) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0);
+    let ps = w.mur().args(["ps", "--json"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ps.stdout).trim(), "[]");
+    let gone = w.mur().args(["stop", &id]).output().unwrap();
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("E-RUN-003"));
+    let shown = w.mur().args(["trace", "show", &id]).output().unwrap();
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("session_end"));
+}
+
+#[test]
+fn a_closed_stdout_never_panics_the_session() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("demo"))
+        .args(["--task", "Print me."])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    drop(child.stdout.take()); // the reader is gone before the result is printed
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn once_stderr_is_gone_diagnostics_go_to_bootstrap_log() {
+    let w = World::new();
+    w.install("sleeper", "", Some(SLEEPER));
+    let mut cmd = w.mur();
+    cmd.arg("run")
+        .args(capsule_args("sleeper"))
+        .args(["--task", "Sleep.", "--deadline", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let id = &w.sessions()[0];
+    let log = std::fs::read_to_string(w.records(id).join("logs/bootstrap.log")).unwrap();
+    assert!(log.contains("E-RUN-053"), "{log}");
+    assert!(log.contains("status: deadline_reached"), "{log}");
+}
+
+fn send(door: &str, token: &str, text: &str) -> serde_json::Value {
+    rpc(
+        door,
+        token,
+        "SendMessage",
+        json!({"message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+}
+
+#[test]
+fn queued_tasks_are_refused_and_the_running_one_canceled_at_sigterm() {
+    let w = World::new();
+    w.install(
+        "sleeper",
+        "lifecycle:\n  task_acceptance: queue\n  queue_depth: 1\n",
+        Some(SLEEPER),
+    );
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("sleeper")).arg("--json");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    let first = send(&door, &token, "one");
+    wait_harness(&w);
+    let second = send(&door, &token, "two");
+    assert_eq!(
+        second["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
+        "{second}"
+    );
+    let third = send(&door, &token, "three");
+    assert!(third.get("error").is_some(), "beyond queue_depth: {third}");
+    s.signal(Signal::SIGTERM);
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 1, "{stderr}");
+    let trace = w.trace(&id);
+    let state_of = |task: &serde_json::Value| {
+        trace
+            .iter()
+            .rfind(|r| r["type"] == "task_state" && r["task_id"] == task["result"]["task"]["id"])
+            .map(|r| r["to"].clone())
+    };
+    assert_eq!(state_of(&first), Some(json!("canceled")));
+    assert_eq!(state_of(&second), Some(json!("rejected")));
+}
+
+#[test]
+fn the_acceptance_flag_overrides_the_manifest() {
+    let w = World::new();
+    w.install(
+        "sleeper",
+        "lifecycle:\n  task_acceptance: queue\n  queue_depth: 1\n",
+        Some(SLEEPER),
+    );
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("sleeper")).args([
+        "--json",
+        "--lifecycle-task-acceptance",
+        "single",
+    ]);
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    send(&door, &token, "one");
+    wait_harness(&w);
+    let second = send(&door, &token, "two");
+    assert!(
+        second.get("error").is_some(),
+        "single holds one task: {second}"
+    );
+    s.signal(Signal::SIGTERM);
+    assert_eq!(s.wait(Duration::from_secs(30)).0, 1);
+}
+
+#[test]
+fn stop_of_a_formation_signals_the_launcher_its_marker_names() {
+    let w = World::new();
+    let frm = "frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071";
+    let mut launcher = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let dir = w.home.join(".murmur/formations").join(frm);
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = mur::formation::marker::Marker {
+        project_dir: w.proj.clone(),
+        launcher_pid: launcher.id(),
+        launcher_start: mur::formation::marker::process_start(launcher.id()).unwrap(),
+    };
+    marker.write(&dir).unwrap();
+    let out = w.mur().args(["stop", frm]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(launcher.wait().unwrap().signal(), Some(libc::SIGTERM));
+    let again = w.mur().args(["stop", frm]).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("E-RUN-003"));
+}
