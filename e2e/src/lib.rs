@@ -7,3 +7,4 @@ pub mod formation;
 pub mod procs;
 pub mod report;
 pub mod scenarios;
+pub mod traces;

@@ -214,7 +214,7 @@ pub async fn kill_group() -> Result<Measured> {
 }
 
 /// The cgroup's OOM-kill counter: v1 memory.oom_control or v2 memory.events.
-async fn oom_kills(sb: &Sandbox) -> Result<u64> {
+pub async fn oom_kills(sb: &Sandbox) -> Result<u64> {
     let out = sb
         .sh(
             "for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do \

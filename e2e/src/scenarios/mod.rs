@@ -10,6 +10,7 @@ use crate::report::Measured;
 
 pub mod kills;
 pub mod readiness;
+pub mod real;
 pub mod retention;
 
 pub type Run = Pin<Box<dyn Future<Output = Result<Measured>> + Send>>;
@@ -26,7 +27,7 @@ pub fn all() -> Vec<Scenario> {
     fn s(name: &'static str, members: Members, run: fn() -> Run) -> Scenario {
         Scenario { name, members, run }
     }
-    use Members::StandIn;
+    use Members::{Real, StandIn};
     vec![
         s("readiness-180s", StandIn, || {
             Box::pin(readiness::silent_peer_refused())
@@ -51,5 +52,22 @@ pub fn all() -> Vec<Scenario> {
             Box::pin(kills::sigterm_launcher())
         }),
         s("retention", StandIn, || Box::pin(retention::retention())),
+        s("real-readiness-180s", Real, || Box::pin(real::readiness())),
+        s("real-control-byhand", Real, || {
+            Box::pin(real::control_by_hand())
+        }),
+        s("real-deadline", Real, || Box::pin(real::deadline())),
+        s("real-kill-launcher", Real, || {
+            Box::pin(real::kill_launcher())
+        }),
+        s("real-kill-entry", Real, || Box::pin(real::kill_entry())),
+        s("real-kill-group", Real, || Box::pin(real::kill_group())),
+        s("real-oom-launcher", Real, || Box::pin(real::oom_launcher())),
+        s("real-sigterm-launcher", Real, || {
+            Box::pin(real::sigterm_launcher())
+        }),
+        s("real-stubborn-harness", Real, || {
+            Box::pin(real::stubborn_harness())
+        }),
     ]
 }
