@@ -93,6 +93,9 @@ pub struct Sandbox {
     // Execs go straight to the engine: testcontainers' ExecResult is not Sync, and
     // its exit-code wait polls every 500 ms.
     docker: Docker,
+    /// PID 1's long sleep, found when nothing else ran yet. The leftover scan leaves
+    /// out this one pid only: an orphan running the same command is still seen.
+    pub keeper: u32,
 }
 
 /// How a scenario's container is configured.
@@ -124,11 +127,28 @@ impl Sandbox {
             .start()
             .await
             .with_context(|| format!("starting the container for {scenario}"))?;
-        Ok(Sandbox {
+        let mut sandbox = Sandbox {
             scenario: scenario.to_string(),
             container,
             docker: Docker::connect_with_local_defaults().context("connecting to Docker")?,
-        })
+            keeper: 0,
+        };
+        let first = sandbox
+            .exec(vec!["/e2e/bin/scan".into()], &[])
+            .await?
+            .ok()?;
+        sandbox.keeper = first
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("proc "))
+            .find_map(|l| {
+                let f: Vec<&str> = l.splitn(6, ' ').collect();
+                (f.get(1) == Some(&"1") && f.get(5).map(|c| c.trim()) == Some("sleep 2147483647"))
+                    .then(|| f[0].parse().ok())
+                    .flatten()
+            })
+            .with_context(|| format!("no `sleep 2147483647` under PID 1: {}", first.stdout))?;
+        Ok(sandbox)
     }
 
     pub fn id(&self) -> &str {

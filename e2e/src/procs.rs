@@ -1,8 +1,8 @@
 //! The leftover detector: scans /proc inside a scenario's container from outside the
 //! launcher (`docker exec /e2e/bin/scan`) until nothing of the formation is left.
 //!
-//! Everything in the container counts except PID 1 (tini), PID 1's long sleep and the
-//! scan itself, so a process that escaped its process group, dropped its
+//! Everything in the container counts except PID 1 (tini), PID 1's long sleep (by its
+//! pid, found when the container started) and the scan itself, so a process that escaped its process group, dropped its
 //! `MURMUR_*` environment or was reparented to tini is still seen. A zombie counts as
 //! gone: it holds no descriptor and runs nothing.
 
@@ -91,7 +91,10 @@ impl Scan {
 
 pub async fn scan(sandbox: &Sandbox) -> Result<Scan> {
     let out = sandbox
-        .exec(vec!["/e2e/bin/scan".into()], &[])
+        .exec(
+            vec!["/e2e/bin/scan".into(), sandbox.keeper.to_string()],
+            &[],
+        )
         .await?
         .ok()?;
     Scan::parse(&out.stdout)

@@ -51,7 +51,12 @@ pub fn all() -> Vec<Scenario> {
         s("sigterm-launcher", StandIn, || {
             Box::pin(kills::sigterm_launcher())
         }),
-        s("retention", StandIn, || Box::pin(retention::retention())),
+        s("retention", StandIn, || {
+            Box::pin(retention::retention(StandIn))
+        }),
+        s("real-retention", Real, || {
+            Box::pin(retention::retention(Real))
+        }),
         s("real-readiness-180s", Real, || Box::pin(real::readiness())),
         s("real-control-byhand", Real, || {
             Box::pin(real::control_by_hand())

@@ -229,29 +229,58 @@ pub async fn sigterm_launcher() -> Result<Measured> {
     })
 }
 
-/// A peer whose process harness ignores SIGTERM and never answers: when the formation
-/// ends, the member's own wind-down cancels the task and kills the harness's group.
+/// A peer whose process harness ignores SIGTERM and never answers, given a task on its
+/// door: when the formation ends, the member's own wind-down cancels the task and
+/// stops the harness's process group (SIGTERM, then SIGKILL), and the member ends
+/// `formation_ended`.
 pub async fn stubborn_harness() -> Result<Measured> {
     let sb = Sandbox::start("real-stubborn-harness", Config::default()).await?;
     let f = start(
         sb,
         "stubborn",
-        &["--task", TASK],
+        &[],
         &[],
         &["lead", "coder", "stubborn"],
-        &["lead", "stubborn"],
+        &[],
     )
     .await?;
+    f.sb.exec(
+        vec!["/e2e/bin/send-task".into(), "stubborn".into(), TASK.into()],
+        &[],
+    )
+    .await?
+    .ok()?;
+    let stubborn = f.pid("stubborn").await?;
+    let until = tokio::time::Instant::now() + Duration::from_secs(30);
+    let harness = loop {
+        let s = procs::scan(&f.sb).await?;
+        if let Some(p) = s
+            .alive()
+            .into_iter()
+            .find(|p| p.ppid == stubborn && p.cmdline.starts_with("sleep"))
+        {
+            break p;
+        }
+        ensure!(
+            tokio::time::Instant::now() < until,
+            "the stubborn harness never started"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    ensure!(
+        harness.pgid != stubborn,
+        "the harness is in its member's process group"
+    );
     let at = fault(&f.sb, "TERM", &f.launch.pid.to_string()).await?;
     let gone = f.gone(at).await?;
     let all = f.traces().await?;
-    traces::of(&all, "lead")?.expect_end(true, "formation_ended", 0, None)?;
     traces::of(&all, "stubborn")?.expect_end(true, "formation_ended", 0, None)?;
+    traces::of(&all, "lead")?.expect_end(true, "ok", 0, None)?;
     traces::of(&all, "coder")?.expect_end(true, "ok", 0, None)?;
     f.launcher_exit(0).await?;
     Ok(Measured {
         teardown: Some(gone),
-        note: "TERM-ignoring harness of a working peer gone; stubborn+lead formation_ended/0, coder ok/0".into(),
+        note: "working peer's TERM-ignoring harness (own group) stopped by its wind-down; peer formation_ended/0, others ok/0".into(),
     })
 }
 

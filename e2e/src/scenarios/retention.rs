@@ -13,6 +13,7 @@ use anyhow::{Context, Result, ensure};
 use crate::container::{Config, Sandbox};
 use crate::formation::{self, Launch, Members, wait_event};
 use crate::report::Measured;
+use crate::traces;
 
 const FORMATIONS: &str = "/root/.murmur/formations";
 const RECORDS: &str = "/root/.murmur/records/root/.murmur/formations";
@@ -50,12 +51,12 @@ async fn exists(sb: &Sandbox, path: &str) -> Result<bool> {
     Ok(sb.sh(&format!("[ -e {path} ]")).await?.code == 0)
 }
 
-/// The retention lines of a launch's stderr.
+/// The formation-directory retention lines of a launch's stderr.
 async fn retention_lines(sb: &Sandbox, l: &Launch) -> Vec<String> {
     l.stderr(sb)
         .await
         .lines()
-        .filter(|l| l.contains("retention"))
+        .filter(|l| l.contains("retention: removed formation"))
         .map(String::from)
         .collect()
 }
@@ -64,21 +65,28 @@ fn removed(id: &str, reason: &str) -> String {
     format!("[mur run] retention: removed formation {id} ({reason})")
 }
 
-/// Launches with `--task` (the stand-in entry member ends at once) and returns the
-/// launch once it exited 0 with nothing on stdout.
-async fn launch_once(sb: &Sandbox, tag: &str) -> Result<Launch> {
+/// Launches with `--task` (the entry member completes it at once) and returns the
+/// launch once it exited 0. Retention writes nothing to stdout: a stand-in entry
+/// member writes nothing either, a real one prints its result there.
+async fn launch_once(sb: &Sandbox, tag: &str, members: Members) -> Result<Launch> {
     let l = formation::launch(
         sb,
         tag,
         "retention",
         &["--task", "Tidy up."],
-        &Members::StandIn.env("keeper=exit:0"),
+        &members.env("keeper=exit:0"),
     )
     .await?;
     let code = l.wait_exit(Duration::from_secs(60)).await?;
     ensure!(code == 0, "{tag} exited {code}: {}", l.stderr(sb).await);
     let stdout = l.stdout(sb).await;
-    ensure!(stdout.is_empty(), "{tag} wrote to stdout: {stdout:?}");
+    match members {
+        Members::StandIn => ensure!(stdout.is_empty(), "{tag} wrote to stdout: {stdout:?}"),
+        Members::Real => ensure!(
+            !stdout.contains("retention"),
+            "{tag} wrote retention to stdout: {stdout:?}"
+        ),
+    }
     Ok(l)
 }
 
@@ -90,13 +98,32 @@ fn newest(before: &[String], after: &[String]) -> Result<String> {
         .context("the launch made no formation directory")
 }
 
-pub async fn retention() -> Result<Measured> {
-    let sb = Sandbox::start("retention", Config::default()).await?;
+pub async fn retention(members: Members) -> Result<Measured> {
+    let name = match members {
+        Members::StandIn => "retention",
+        Members::Real => "real-retention",
+    };
+    let sb = Sandbox::start(name, Config::default()).await?;
     formation::setup(&sb, "retention", "retention").await?;
 
     // A formation whose launcher keeps running through every pass below.
-    let l1 = formation::launch(&sb, "l1", "retention", &[], &Members::StandIn.env("")).await?;
-    wait_event(&sb, "keeper", "started", Duration::from_secs(60)).await?;
+    let l1 = formation::launch(&sb, "l1", "retention", &[], &members.env("")).await?;
+    match members {
+        Members::StandIn => {
+            wait_event(&sb, "keeper", "started", Duration::from_secs(60)).await?;
+        }
+        Members::Real => {
+            let until = tokio::time::Instant::now() + Duration::from_secs(60);
+            while traces::of(&traces::traces(&sb).await?, "keeper").is_err() {
+                ensure!(
+                    tokio::time::Instant::now() < until,
+                    "the running formation's entry member never started: {}",
+                    l1.stderr(&sb).await
+                );
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    }
     let running = listing(&sb)
         .await?
         .pop()
@@ -124,30 +151,36 @@ pub async fn retention() -> Result<Measured> {
     fabricate(&sb, &no_marker, None).await?;
     fabricate(&sb, &bad_marker, Some("{not json")).await?;
     fabricate(&sb, &live_record, Some(&marker(PROJECT))).await?;
+    // A running record (docs/records.md) naming it, whose process (PID 1) lives.
+    let record = format!(
+        r#"{{"session_id":"ses_live","pid":1,"start_time":null,"started_at":"2026-01-01T00:00:00.000Z","capsule":"local/coder","version":"0.1.0","door_url":null,"workdir":"/","records_dir":"/","formation_id":"{live_record}","formation_member":"ghost"}}"#
+    );
     sb.sh(&format!(
-        "mkdir -p /root/.murmur/running && printf '%s' '{{\"formation_id\":\"{live_record}\",\"pid\":1}}' > /root/.murmur/running/ses_live.json"
+        "mkdir -p /root/.murmur/running && chmod 700 /root/.murmur/running && printf '%s' '{record}' > /root/.murmur/running/ses_live.json"
     ))
     .await?
     .ok()?;
 
     // Launch 2: keeps itself and the running one; removes `mid` (3rd newest) and `old`.
     let before = listing(&sb).await?;
-    let l2 = launch_once(&sb, "l2").await?;
+    let l2 = launch_once(&sb, "l2", members).await?;
     let second = newest(&before, &listing(&sb).await?)?;
     let lines = retention_lines(&sb, &l2).await;
     let want = vec![removed(&mid, "max_sessions"), removed(&old, "max_age")];
+    let second_records = format!("{RECORDS}/{second}");
+    let second_had_records = exists(&sb, &second_records).await?;
     ensure!(lines == want, "launch 2 printed {lines:#?}, not {want:#?}");
 
     // Launch 3: the running formation is now over max_sessions, and is kept.
     let before = listing(&sb).await?;
-    let l3 = launch_once(&sb, "l3").await?;
+    let l3 = launch_once(&sb, "l3", members).await?;
     let third = newest(&before, &listing(&sb).await?)?;
     let lines = retention_lines(&sb, &l3).await;
     ensure!(lines.is_empty(), "launch 3 removed {lines:?}");
 
     // Launch 4: launch 2's directory goes (max_sessions); the running one stays.
     let before = listing(&sb).await?;
-    let l4 = launch_once(&sb, "l4").await?;
+    let l4 = launch_once(&sb, "l4", members).await?;
     let fourth = newest(&before, &listing(&sb).await?)?;
     let lines = retention_lines(&sb, &l4).await;
     let want = vec![removed(&second, "max_sessions")];
@@ -187,6 +220,13 @@ pub async fn retention() -> Result<Measured> {
         exists(&sb, &format!("{RECORDS}/{other}")).await?,
         "another project's records were removed"
     );
+    if members == Members::Real {
+        ensure!(second_had_records, "launch 2's peer left no records");
+        ensure!(
+            !exists(&sb, &second_records).await?,
+            "launch 2's peers' records were kept with its directory gone"
+        );
+    }
     Ok(Measured {
         teardown: None,
         note: "4 launches: max_sessions+max_age lines exact; running/other project/no or bad marker/live record kept".into(),
