@@ -4,6 +4,8 @@
 
 use std::time::Instant;
 
+use futures_util::FutureExt;
+
 use mur_e2e::container;
 use mur_e2e::report::{self, Row};
 use mur_e2e::scenarios;
@@ -31,40 +33,56 @@ fn main() {
             return true;
         }
         let started = Instant::now();
-        let mut tasks = Vec::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut order = Vec::new();
         for s in scenarios::all() {
             if !filters.is_empty() && !filters.iter().any(|f| s.name.contains(f.as_str())) {
                 continue;
             }
             eprintln!("e2e: {} ({} members) started", s.name, s.members.label());
+            order.push(s.name);
             let run = (s.run)();
-            tasks.push((
-                s.name,
-                s.members,
-                tokio::spawn(async move {
-                    let t = Instant::now();
-                    let r = run.await;
-                    (r, t.elapsed().as_secs_f64())
-                }),
-            ));
-        }
-        let mut rows = Vec::new();
-        for (name, members, task) in tasks {
-            let (result, took) = match task.await {
-                Ok((r, took)) => (r.map_err(|e| format!("{e:#}")), took),
-                Err(e) => (Err(format!("panicked: {e}")), 0.0),
-            };
-            eprintln!(
-                "e2e: {name} {}",
-                if result.is_ok() { "passed" } else { "FAILED" }
-            );
-            rows.push(Row {
-                scenario: name.to_string(),
-                members: members.label(),
-                result,
-                took,
+            let (name, members) = (s.name, s.members);
+            tasks.spawn(async move {
+                let t = Instant::now();
+                let result = match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+                    Ok(r) => r.map_err(|e| format!("{e:#}")),
+                    Err(_) => Err("the scenario panicked".to_string()),
+                };
+                Row {
+                    scenario: name.to_string(),
+                    members: members.label(),
+                    result,
+                    took: t.elapsed().as_secs_f64(),
+                }
             });
         }
+        let mut rows = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok(row) => {
+                    eprintln!(
+                        "e2e: {} {} after {:.0} s",
+                        row.scenario,
+                        if row.passed() { "passed" } else { "FAILED" },
+                        row.took
+                    );
+                    rows.push(row);
+                }
+                Err(e) => rows.push(Row {
+                    scenario: format!("(a scenario panicked: {e})"),
+                    members: "-",
+                    result: Err("panicked".into()),
+                    took: 0.0,
+                }),
+            }
+        }
+        rows.sort_by_key(|r| {
+            order
+                .iter()
+                .position(|n| *n == r.scenario)
+                .unwrap_or(usize::MAX)
+        });
         // Containers are removed as each scenario drops its own; this sweep also
         // catches any a failed scenario left behind.
         let _ = container::remove_stale().await;
