@@ -155,6 +155,28 @@ impl Sandbox {
         self.container.id()
     }
 
+    /// Runs a read-only probe (a scan, a file read): like `exec`, but a probe that was
+    /// itself SIGKILLed (137) is run again, up to 5 times. Under a memory limit the OOM
+    /// killer can take a probe while the launcher it chose is still releasing its
+    /// memory; members are checked through their traces, never through this.
+    pub async fn probe(&self, cmd: Vec<String>) -> Result<Output> {
+        let mut tries = 0;
+        loop {
+            let out = self.exec(cmd.clone(), &[]).await?;
+            tries += 1;
+            if out.code != 137 || tries == 5 {
+                return Ok(out);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// `probe` of `sh -c script`.
+    pub async fn probe_sh(&self, script: &str) -> Result<Output> {
+        self.probe(vec!["sh".into(), "-c".into(), script.into()])
+            .await
+    }
+
     /// Runs `sh -c script` and waits for it to finish.
     pub async fn sh(&self, script: &str) -> Result<Output> {
         self.exec(vec!["sh".into(), "-c".into(), script.into()], &[])

@@ -73,7 +73,7 @@ pub async fn launch(
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let exec = sb.spawn(cmd, &env).await?;
     let pid_file = format!("/e2e/run/{tag}.pid");
-    let text = wait_for_file(sb, &pid_file, Duration::from_secs(30)).await?;
+    let text = wait_file(sb, &pid_file, Duration::from_secs(30)).await?;
     let mut words = text.split_whitespace();
     let pid = words.next().unwrap_or_default().parse()?;
     let started = words.next().unwrap_or_default().parse()?;
@@ -125,7 +125,7 @@ impl Launch {
 /// A file's content, or `None` when it does not exist.
 pub async fn read(sb: &Sandbox, path: &str) -> Result<Option<String>> {
     let out = sb
-        .sh(&format!("[ -e '{path}' ] || exit 3; cat '{path}'"))
+        .probe_sh(&format!("[ -e '{path}' ] || exit 3; cat '{path}'"))
         .await?;
     match out.code {
         0 => Ok(Some(out.stdout)),
@@ -134,7 +134,8 @@ pub async fn read(sb: &Sandbox, path: &str) -> Result<Option<String>> {
     }
 }
 
-async fn wait_for_file(sb: &Sandbox, path: &str, bound: Duration) -> Result<String> {
+/// Waits for a file to exist and returns its content.
+pub async fn wait_file(sb: &Sandbox, path: &str, bound: Duration) -> Result<String> {
     let until = tokio::time::Instant::now() + bound;
     loop {
         if let Some(text) = read(sb, path).await? {

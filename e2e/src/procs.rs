@@ -91,10 +91,7 @@ impl Scan {
 
 pub async fn scan(sandbox: &Sandbox) -> Result<Scan> {
     let out = sandbox
-        .exec(
-            vec!["/e2e/bin/scan".into(), sandbox.keeper.to_string()],
-            &[],
-        )
+        .probe(vec!["/e2e/bin/scan".into(), sandbox.keeper.to_string()])
         .await?
         .ok()?;
     Scan::parse(&out.stdout)

@@ -129,7 +129,7 @@ pub fn parse_ts(ts: &str) -> Option<(String, u64)> {
 
 pub async fn traces(sb: &Sandbox) -> Result<Vec<Trace>> {
     let out = sb
-        .sh("find /root/.murmur/records -name trace.jsonl 2>/dev/null | while read -r f; do echo \"@@ $f\"; cat \"$f\"; echo; done")
+        .probe_sh("find /root/.murmur/records -name trace.jsonl 2>/dev/null | while read -r f; do echo \"@@ $f\"; cat \"$f\"; echo; done")
         .await?
         .ok()?;
     let mut traces: Vec<Trace> = Vec::new();

@@ -216,7 +216,7 @@ pub async fn kill_group() -> Result<Measured> {
 /// The cgroup's OOM-kill counter: v1 memory.oom_control or v2 memory.events.
 pub async fn oom_kills(sb: &Sandbox) -> Result<u64> {
     let out = sb
-        .sh(
+        .probe_sh(
             "for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do \
              [ -r $f ] && grep '^oom_kill ' $f && exit 0; done; exit 1",
         )

@@ -63,10 +63,19 @@ pub fn all() -> Vec<Scenario> {
         }),
         s("real-deadline", Real, || Box::pin(real::deadline())),
         s("real-kill-launcher", Real, || {
-            Box::pin(real::kill_launcher())
+            Box::pin(real::kill_launcher(true))
         }),
-        s("real-kill-entry", Real, || Box::pin(real::kill_entry())),
-        s("real-kill-group", Real, || Box::pin(real::kill_group())),
+        s("real-kill-entry", Real, || Box::pin(real::kill_entry(true))),
+        s("real-kill-group", Real, || Box::pin(real::kill_group(true))),
+        s("real-pure-kill-launcher", Real, || {
+            Box::pin(real::kill_launcher(false))
+        }),
+        s("real-pure-kill-entry", Real, || {
+            Box::pin(real::kill_entry(false))
+        }),
+        s("real-pure-kill-group", Real, || {
+            Box::pin(real::kill_group(false))
+        }),
         s("real-oom-launcher", Real, || Box::pin(real::oom_launcher())),
         s("real-sigterm-launcher", Real, || {
             Box::pin(real::sigterm_launcher())

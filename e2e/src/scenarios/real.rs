@@ -88,6 +88,29 @@ impl Real {
         }
     }
 
+    /// The exit status each member's process ended with, as its wrapper recorded it
+    /// (`None`: it recorded none, the wrapper itself being killed). Checked only
+    /// when the members ran wrapped.
+    async fn exits(&self, wrap: bool, expected: &[(&str, Option<i64>)]) -> Result<&'static str> {
+        if !wrap {
+            return Ok("");
+        }
+        for (capsule, code) in expected {
+            let path = format!("/e2e/run/events/{capsule}.exit");
+            let text = match code {
+                Some(_) => formation::wait_file(&self.sb, &path, Duration::from_secs(10)).await?,
+                None => formation::read(&self.sb, &path).await?.unwrap_or_default(),
+            };
+            let got = text
+                .lines()
+                .last()
+                .and_then(|l| l.split_once(" exit "))
+                .and_then(|(_, c)| c.trim().parse::<i64>().ok());
+            ensure!(got == *code, "{capsule} exited {got:?}, not {code:?}");
+        }
+        Ok("; exit statuses checked")
+    }
+
     async fn launcher_exit(&self, expected: i64) -> Result<()> {
         let code = self.launch.wait_exit(Duration::from_secs(40)).await?;
         ensure!(
@@ -132,55 +155,117 @@ impl Real {
     }
 }
 
-async fn busy(scenario: &str, config: Config, env: &[(&'static str, String)]) -> Result<Real> {
+/// The launcher's environment: with `wrap`, every member's `mur` runs under the
+/// stand-in script's 4-line wrapper that records the status it exits with
+/// (docker/e2e/bin/standin, E2E_WRAP) and exits with it.
+fn member_env(wrap: bool, mut env: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+    if wrap {
+        env.push(("MUR_TEST_MEMBER_PROGRAM", "/e2e/bin/standin".to_string()));
+        env.push(("E2E_WRAP", "1".to_string()));
+    }
+    env
+}
+
+fn name(base: &'static str, wrap: bool) -> String {
+    if wrap {
+        format!("real-{base}")
+    } else {
+        format!("real-pure-{base}")
+    }
+}
+
+async fn busy(
+    scenario: &str,
+    config: Config,
+    env: Vec<(&'static str, String)>,
+    wrap: bool,
+) -> Result<Real> {
     let sb = Sandbox::start(scenario, config).await?;
     start(
         sb,
         "busy",
         &["--task", TASK],
-        env,
+        &member_env(wrap, env),
         &["lead", "coder", "reviewer"],
         &["lead"],
     )
     .await
 }
 
-pub async fn kill_launcher() -> Result<Measured> {
-    let f = busy("real-kill-launcher", Config::default(), &[]).await?;
+pub async fn kill_launcher(wrap: bool) -> Result<Measured> {
+    let f = busy(
+        &name("kill-launcher", wrap),
+        Config::default(),
+        vec![],
+        wrap,
+    )
+    .await?;
     let at = fault(&f.sb, "KILL", &f.launch.pid.to_string()).await?;
     let gone = f.gone(at).await?;
     f.entry_wound_down_mid_task().await?;
     f.peers_wound_down_idle(PEERS).await?;
     f.launcher_exit(137).await?;
+    let exits = f
+        .exits(
+            wrap,
+            &[
+                ("busylead", Some(0)),
+                ("coder", Some(0)),
+                ("reviewer", Some(0)),
+            ],
+        )
+        .await?;
     Ok(Measured {
         teardown: Some(gone),
-        note: "entry formation_ended/0 (task canceled), peers ok/0".into(),
+        note: format!("entry formation_ended/0 (task canceled), peers ok/0{exits}"),
     })
 }
 
-pub async fn kill_entry() -> Result<Measured> {
-    let f = busy("real-kill-entry", Config::default(), &[]).await?;
+pub async fn kill_entry(wrap: bool) -> Result<Measured> {
+    let f = busy(&name("kill-entry", wrap), Config::default(), vec![], wrap).await?;
     let at = fault(&f.sb, "KILL", &f.pid("lead").await?.to_string()).await?;
     let gone = f.gone(at).await?;
     traces::of(&f.traces().await?, "lead")?.expect_killed()?;
     f.peers_wound_down_idle(PEERS).await?;
     f.launcher_exit(137).await?;
+    let exits = f
+        .exits(
+            wrap,
+            &[
+                ("busylead", Some(137)),
+                ("coder", Some(0)),
+                ("reviewer", Some(0)),
+            ],
+        )
+        .await?;
     Ok(Measured {
         teardown: Some(gone),
-        note: "entry killed (no session_end, its harness gone), peers ok/0, launcher 137".into(),
+        note: format!(
+            "entry killed (no session_end, its harness gone), peers ok/0, launcher 137{exits}"
+        ),
     })
 }
 
-pub async fn kill_group() -> Result<Measured> {
-    let f = busy("real-kill-group", Config::default(), &[]).await?;
+pub async fn kill_group(wrap: bool) -> Result<Measured> {
+    let f = busy(&name("kill-group", wrap), Config::default(), vec![], wrap).await?;
     let at = fault(&f.sb, "KILL", &format!("-{}", f.launch.pid)).await?;
     let gone = f.gone(at).await?;
     traces::of(&f.traces().await?, "lead")?.expect_killed()?;
     f.peers_wound_down_idle(PEERS).await?;
     f.launcher_exit(137).await?;
+    let exits = f
+        .exits(
+            wrap,
+            &[
+                ("busylead", None),
+                ("coder", Some(0)),
+                ("reviewer", Some(0)),
+            ],
+        )
+        .await?;
     Ok(Measured {
         teardown: Some(gone),
-        note: "launcher+entry killed as a group; entry's harness gone; peers ok/0".into(),
+        note: format!("launcher+entry killed as a group; entry's harness gone; peers ok/0{exits}"),
     })
 }
 
@@ -191,7 +276,8 @@ pub async fn oom_launcher() -> Result<Measured> {
         Config {
             memory: Some(LIMIT),
         },
-        &[("MUR_TEST_LAUNCHER_BALLOON", "1".to_string())],
+        vec![("MUR_TEST_LAUNCHER_BALLOON", "1".to_string())],
+        true,
     )
     .await?;
     let died = procs::wait_pid_gone(&f.sb, f.launch.pid, Duration::from_secs(120)).await?;
@@ -201,17 +287,27 @@ pub async fn oom_launcher() -> Result<Measured> {
     f.launcher_exit(137).await?;
     f.entry_wound_down_mid_task().await?;
     f.peers_wound_down_idle(PEERS).await?;
+    let exits = f
+        .exits(
+            true,
+            &[
+                ("busylead", Some(0)),
+                ("coder", Some(0)),
+                ("reviewer", Some(0)),
+            ],
+        )
+        .await?;
     Ok(Measured {
         teardown: Some(gone),
         note: format!(
-            "OOM kill (oom_kill {kills}, {} MiB): entry formation_ended/0, peers ok/0",
+            "OOM kill (oom_kill {kills}, {} MiB): entry formation_ended/0, peers ok/0{exits}",
             LIMIT >> 20
         ),
     })
 }
 
 pub async fn sigterm_launcher() -> Result<Measured> {
-    let f = busy("real-sigterm-launcher", Config::default(), &[]).await?;
+    let f = busy("real-sigterm-launcher", Config::default(), vec![], true).await?;
     let at = fault(&f.sb, "TERM", &f.launch.pid.to_string()).await?;
     let gone = f.gone(at).await?;
     f.entry_wound_down_mid_task().await?;
@@ -222,10 +318,21 @@ pub async fn sigterm_launcher() -> Result<Measured> {
         !stderr.contains("E-RUN-040"),
         "a member printed E-RUN-040: {stderr}"
     );
+    let exits = f
+        .exits(
+            true,
+            &[
+                ("busylead", Some(0)),
+                ("coder", Some(0)),
+                ("reviewer", Some(0)),
+            ],
+        )
+        .await?;
     Ok(Measured {
         teardown: Some(gone),
-        note: "SIGTERM mid-task: entry formation_ended/0, canceled: result, peers ok/0, launcher 0"
-            .into(),
+        note: format!(
+            "SIGTERM mid-task: entry formation_ended/0, canceled: result, peers ok/0, launcher 0{exits}"
+        ),
     })
 }
 
@@ -239,7 +346,7 @@ pub async fn stubborn_harness() -> Result<Measured> {
         sb,
         "stubborn",
         &[],
-        &[],
+        &member_env(true, vec![]),
         &["lead", "coder", "stubborn"],
         &[],
     )
@@ -278,9 +385,17 @@ pub async fn stubborn_harness() -> Result<Measured> {
     traces::of(&all, "lead")?.expect_end(true, "ok", 0, None)?;
     traces::of(&all, "coder")?.expect_end(true, "ok", 0, None)?;
     f.launcher_exit(0).await?;
+    let exits = f
+        .exits(
+            true,
+            &[("lead", Some(0)), ("coder", Some(0)), ("stubborn", Some(0))],
+        )
+        .await?;
     Ok(Measured {
         teardown: Some(gone),
-        note: "working peer's TERM-ignoring harness (own group) stopped by its wind-down; peer formation_ended/0, others ok/0".into(),
+        note: format!(
+            "working peer's TERM-ignoring harness (own group) stopped by its wind-down; peer formation_ended/0, others ok/0{exits}"
+        ),
     })
 }
 
@@ -288,7 +403,7 @@ pub async fn stubborn_harness() -> Result<Measured> {
 /// (MURMUR_FORMATION_ID, no lifeline: W-RUN-007) outlives its SIGKILLed launcher,
 /// and the detector must report it.
 pub async fn control_by_hand() -> Result<Measured> {
-    let f = busy("real-control-byhand", Config::default(), &[]).await?;
+    let f = busy("real-control-byhand", Config::default(), vec![], false).await?;
     let frm = traces::of(&f.traces().await?, "lead")?
         .first("session_start")
         .and_then(|s| s["formation_id"].as_str())
@@ -350,7 +465,7 @@ pub async fn deadline() -> Result<Measured> {
         sb,
         "busy",
         &["--deadline", "20", "--task", TASK],
-        &[],
+        &member_env(true, vec![]),
         &["lead", "coder", "reviewer"],
         &["lead"],
     )
@@ -380,10 +495,20 @@ pub async fn deadline() -> Result<Measured> {
         stderr.contains("E-RUN-053"),
         "no E-RUN-053 on the launcher's stderr: {stderr}"
     );
+    let exits = f
+        .exits(
+            true,
+            &[
+                ("busylead", Some(1)),
+                ("coder", Some(1)),
+                ("reviewer", Some(1)),
+            ],
+        )
+        .await?;
     Ok(Measured {
         teardown: Some(gone),
         note: format!(
-            "3 members deadline_reached/1/E-RUN-053, session_end within {} ms; launcher 1",
+            "3 members deadline_reached/1/E-RUN-053, session_end within {} ms; launcher 1{exits}",
             max - min
         ),
     })
