@@ -314,8 +314,8 @@ async fn run(
         }
     };
 
-    if balloon_requested() {
-        start_balloon();
+    if let Some(after) = balloon_requested() {
+        start_balloon(after);
     }
 
     // End: the entry member's end, or a signal to the launcher.
@@ -477,11 +477,13 @@ fn unix_ms(at: SystemTime) -> u64 {
 }
 
 /// The documented test setting (docs/testing.md) that makes the launcher itself grow
-/// until the OOM killer ends it, once the entry member has started. Off unless `1`.
+/// until the OOM killer ends it, `<seconds>` after the entry member has started. Off
+/// unless set to a whole number of seconds.
 pub const BALLOON_ENV: &str = "MUR_TEST_LAUNCHER_BALLOON";
 
-fn balloon_requested() -> bool {
-    std::env::var_os(BALLOON_ENV).is_some_and(|v| v == "1")
+fn balloon_requested() -> Option<Duration> {
+    let value = std::env::var(BALLOON_ENV).ok()?;
+    value.trim().parse().ok().map(Duration::from_secs)
 }
 
 /// Test-only: the e2e suite's OOM scenario needs the kernel to pick the launcher, not
@@ -490,11 +492,15 @@ fn balloon_requested() -> bool {
 /// largest process by far: it raises its own oom_score_adj to 1000 (raising needs no
 /// privilege; members started earlier keep theirs) and, on a thread of its own,
 /// allocates and touches memory in 1 MiB steps, forever. Nothing frees it: only the
-/// OOM killer ends this process, which is the point.
-fn start_balloon() {
+/// OOM killer ends this process, which is the point. The delay lets a test see the
+/// formation up, then stay still while the kernel acts.
+fn start_balloon(after: Duration) {
     let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
-    eprintln!("[mur run] test setting {BALLOON_ENV}=1: the launcher allocates until killed");
-    std::thread::spawn(|| {
+    eprintln!(
+        "[mur run] test setting {BALLOON_ENV}: the launcher allocates until killed, from {after:?} on"
+    );
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
         let mut held: Vec<Vec<u8>> = Vec::new();
         loop {
             let mut chunk = vec![0u8; 1 << 20];

@@ -213,6 +213,10 @@ pub async fn kill_group() -> Result<Measured> {
     })
 }
 
+/// Seconds after the entry member started that the launcher starts to grow: time for
+/// the harness to see the formation up and then leave the container alone.
+pub const BALLOON_AFTER: u32 = 6;
+
 /// The cgroup's OOM-kill counter: v1 memory.oom_control or v2 memory.events.
 pub async fn oom_kills(sb: &Sandbox) -> Result<u64> {
     let out = sb
@@ -231,7 +235,9 @@ pub async fn oom_kills(sb: &Sandbox) -> Result<u64> {
 }
 
 /// The OOM killer kills the launcher under the container's memory limit
-/// (MUR_TEST_LAUNCHER_BALLOON=1 makes the launcher grow once the entry member started).
+/// (MUR_TEST_LAUNCHER_BALLOON makes the launcher grow a few seconds after the entry
+/// member started). While it grows nothing is run in the container: the launcher's
+/// end is awaited through the engine, so no probe can trigger a second OOM kill.
 pub async fn oom_launcher() -> Result<Measured> {
     const LIMIT: i64 = 96 << 20;
     let sb = Sandbox::start(
@@ -249,18 +255,25 @@ pub async fn oom_launcher() -> Result<Measured> {
         PEERS,
         "",
         &[],
-        &[("MUR_TEST_LAUNCHER_BALLOON", "1".to_string())],
+        &[("MUR_TEST_LAUNCHER_BALLOON", BALLOON_AFTER.to_string())],
     )
     .await?;
-    let died = procs::wait_pid_gone(&f.sb, f.launch.pid, Duration::from_secs(120)).await?;
+    f.launcher_exit(137).await?;
+    // The kernel closed every lifeline as the launcher died: the first stand-in to
+    // see its lifeline close marks the moment.
+    let mut died = f64::MAX;
+    for m in ["coder", "reviewer", "lead"] {
+        let e = wait_event(&f.sb, m, "lifeline_closed", Duration::from_secs(30)).await?;
+        died = died.min(e.at);
+    }
     let t = procs::wait_all_gone(&f.sb, died, BOUND).await?;
     let gone = f.require_gone(&t).await?;
     let kills = oom_kills(&f.sb).await?;
     ensure!(
-        kills > before,
-        "the cgroup counted no OOM kill (oom_kill {before} before, {kills} after)"
+        kills == before + 1,
+        "the cgroup counted {} OOM kills, not the launcher's one",
+        kills - before
     );
-    f.launcher_exit(137).await?;
     for m in ["coder", "reviewer", "lead"] {
         f.wound_down(m).await?;
     }
