@@ -11,9 +11,14 @@ build:
 test:
     cargo test
 
-# Benchmarks: admission of a 64-member roster (goal < 20 ms; docs/roster.md).
-bench:
+# Benchmarks (goals in docs/benchmarks.md): admission, the door, formations, a session.
+bench: bench-setup
     cargo bench
+
+# Python a2a-sdk 1.3.0 with uvicorn in .venv: the session benchmark's reference server.
+bench-setup:
+    test -x .venv/bin/python || python3 -m venv .venv
+    .venv/bin/pip install -q -r benches/a2a_sdk_server/requirements.txt
 
 # Formatting and lints, as CI runs them.
 lint:
@@ -24,14 +29,26 @@ lint:
 ci:
     bash .ci/run
 
+# `just e2e <path>` tests that static mur instead of building one (CI passes the
+# release binary `just image` built).
 # The container suite (e2e/README.md): a static musl mur, the image, every scenario.
-e2e: e2e-image
+e2e mur="": (e2e-image mur)
     cargo test -p mur-e2e --test e2e
 
 # The e2e image, built locally and offline (FROM scratch: nothing is pulled).
-e2e-image:
-    cargo build --release --target x86_64-unknown-linux-musl
+e2e-image mur="":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    bin="{{mur}}"
+    if [ -z "$bin" ]; then
+        cargo build --release --target x86_64-unknown-linux-musl
+        bin=target/x86_64-unknown-linux-musl/release/mur
+    fi
     rm -rf target/e2e-image && mkdir -p target/e2e-image
+    cp "$bin" target/e2e-image/mur
+    cp /bin/busybox /usr/bin/tini-static target/e2e-image/
+    cp -r docker/e2e target/e2e-image/e2e
+    DOCKER_BUILDKIT=0 docker build -q -t mur-e2e:local -f docker/e2e.Dockerfile target/e2e-image
     cp target/x86_64-unknown-linux-musl/release/mur target/e2e-image/mur
     cp /bin/busybox /usr/bin/tini-static target/e2e-image/
     cp -r docker/e2e target/e2e-image/e2e
@@ -42,3 +59,23 @@ a2a-sdk:
     python3 -m venv .venv
     .venv/bin/pip install -q "a2a-sdk==1.3.0"
     cargo test --test a2a_sdk -- --ignored
+
+# Release archive, checksums and shell installer in target/distrib (cargo-dist).
+dist *ARGS:
+    bash scripts/dist.sh {{ARGS}}
+
+# Serve target/distrib on 127.0.0.1 and install with mur-installer.sh in a container.
+dist-test: dist
+    bash tests/dist/install-test.sh
+
+# Build the release musl binary twice (other folder, user, umask, time) and compare sha256.
+repro:
+    bash scripts/repro.sh
+
+# The release image (docker/Dockerfile, FROM scratch) and `docker run --rm mur --version`.
+image:
+    bash scripts/image.sh
+
+# Parse the Nix files and check the flake's outputs offline (stub nixpkgs).
+nix-check:
+    bash scripts/nix-check.sh

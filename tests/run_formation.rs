@@ -454,3 +454,58 @@ fn collect_files(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, Vec<u
         }
     }
 }
+
+#[test]
+fn a_scaffolded_roster_runs_end_to_end_with_real_members() {
+    let w = World::new();
+    let new = w.mur().args(["new", "--roster", "team"]).output().unwrap();
+    assert!(
+        new.status.success(),
+        "{}",
+        String::from_utf8_lossy(&new.stderr)
+    );
+    let team = w.proj.join("team");
+    let mut install = w.mur();
+    install
+        .current_dir(&team)
+        .args(["install", "lead", "helper"]);
+    assert!(install.output().unwrap().status.success());
+    let mut run = w.mur();
+    run.current_dir(&team)
+        .args(["run", "--roster", "--task", "Say hello."]);
+    let out = run.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("completed\n"));
+    assert!(stderr.contains("[helper] status: ok"), "{stderr}");
+    let ids = w.sessions();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let traces: Vec<_> = ids.iter().map(|id| w.trace(id)).collect();
+    let lead = traces
+        .iter()
+        .find(|t| t[0]["formation_member"] == "lead")
+        .expect("the entry member's trace");
+    let helper = traces
+        .iter()
+        .find(|t| t[0]["formation_member"] == "helper")
+        .expect("the peer's trace");
+    let frm = lead[0]["formation_id"].as_str().unwrap().to_string();
+    assert_eq!(helper[0]["formation_id"], frm.as_str());
+    assert_eq!(lead[0]["formation_callees"], json!(["helper"]));
+    assert_eq!(lead.last().unwrap()["exit_status"], "ok");
+    // The peer was idle when the entry member ended: its lifeline closed, it ended ok.
+    assert_eq!(
+        types(helper),
+        ["session_start", "formation_ended", "session_end"]
+    );
+    assert_eq!(helper.last().unwrap()["exit_status"], "ok");
+    let helper_dir = helper[0]["workdir"].as_str().unwrap();
+    assert!(
+        helper_dir.contains(&format!(".murmur/formations/{frm}/helper")),
+        "{helper_dir}"
+    );
+    let shown = w.mur().args(["trace", "show", &frm]).output().unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(ids.iter().all(|id| text.contains(id.as_str())), "{text}");
+    assert_eq!(std::fs::read_dir(w.running_dir()).unwrap().count(), 0);
+}

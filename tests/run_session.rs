@@ -482,3 +482,132 @@ fn stop_of_a_formation_signals_the_launcher_its_marker_names() {
     let again = w.mur().args(["stop", frm]).output().unwrap();
     assert!(String::from_utf8_lossy(&again.stderr).contains("E-RUN-003"));
 }
+
+#[test]
+fn watch_session_streams_every_trace_record_until_the_door_closes() {
+    use std::io::{Read, Write};
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("demo")).arg("--json");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    let addr = door.trim_start_matches("http://").to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"murmur.WatchSession","params":{}}"#;
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // The headers come once the watcher is subscribed.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    assert!(String::from_utf8_lossy(&head).starts_with("HTTP/1.1 200"));
+    let sent = rpc(
+        &door,
+        &token,
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Watch me."}]}}),
+    );
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    // Every record of the task reaches the watcher as it is written.
+    let mut events = String::new();
+    let mut chunk = [0u8; 4096];
+    while ![
+        "a2a_task_received",
+        "inference_turn",
+        "\"to\":\"completed\"",
+    ]
+    .iter()
+    .all(|k| events.contains(k))
+    {
+        let n = stream.read(&mut chunk).unwrap();
+        assert!(n > 0, "the stream ended early: {events}");
+        events.push_str(&String::from_utf8_lossy(&chunk[..n]));
+    }
+    s.signal(Signal::SIGTERM);
+    // The stream ends when the door shuts down.
+    let mut rest = String::new();
+    let _ = stream.read_to_string(&mut rest);
+    assert_eq!(s.wait(Duration::from_secs(30)).0, 0);
+    events.push_str(&rest);
+    assert!(!events.contains(&token));
+}
+
+#[test]
+fn input_required_then_the_callers_reply_completes_the_task() {
+    let w = World::new();
+    let asker = "read line\necho '{\"type\":\"input_required\",\"question\":\"Which file?\"}'\nread reply\necho '{\"type\":\"message\",\"text\":\"Done with it.\"}'\n";
+    w.install("asker", "", Some(asker));
+    let mut cmd = w.mur();
+    cmd.arg("run").args(capsule_args("asker")).arg("--json");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    let asked = rpc(
+        &door,
+        &token,
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Fix it."}]}}),
+    );
+    let task = asked["result"]["task"].clone();
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{asked}"
+    );
+    assert_eq!(w.result(&id), "input-required: Which file?\n");
+    let done = rpc(
+        &door,
+        &token,
+        "SendMessage",
+        json!({"message": {"messageId": "m2", "role": "ROLE_USER", "taskId": task["id"],
+               "contextId": task["contextId"], "parts": [{"text": "main.rs"}]}}),
+    );
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    assert_eq!(w.result(&id), "completed\nDone with it.\n");
+    let stop = rpc(&door, &token, "murmur.StopSession", json!({}));
+    assert_eq!(stop["result"]["stopping"], true, "{stop}");
+    let (code, _) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0);
+    let moves: Vec<String> = w
+        .trace(&id)
+        .iter()
+        .filter(|r| r["type"] == "task_state")
+        .map(|r| {
+            format!(
+                "{}->{}",
+                r["from"].as_str().unwrap_or("-"),
+                r["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            "submitted->working",
+            "working->input_required",
+            "input_required->working",
+            "working->completed"
+        ]
+    );
+}

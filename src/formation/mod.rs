@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::admission::{self, Admitted};
 use crate::catalogue::E_RUN_046;
+use crate::diag::stderr_line;
 use crate::diag::{Diagnostic, Result};
 use crate::retention::Policy;
 
@@ -44,10 +45,10 @@ pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
     };
     let admitted = admission::admit(&roster)?;
     for warning in &admitted.warnings {
-        eprintln!("{warning}");
+        stderr_line(warning);
     }
     for warning in crate::host::warnings() {
-        eprintln!("{warning}");
+        stderr_line(&warning);
     }
     let plan = plan(&admitted);
     let options = launch::Options {
@@ -92,30 +93,4 @@ pub fn plan(admitted: &Admitted) -> launch::Plan {
             max_age: retain.max_age,
         },
     }
-}
-
-/// `mur run --roster` flags, until `mur run` itself (src/session/) takes them over.
-#[derive(Debug, clap::Args)]
-pub struct LaunchArgs {
-    /// Launch the formation of roster.yaml (or of the roster in PATH).
-    #[arg(long, num_args = 0..=1, default_missing_value = ".", value_name = "PATH")]
-    pub roster: Option<PathBuf>,
-    /// The entry member's one task; the formation ends with it.
-    #[arg(long)]
-    pub task: Option<String>,
-    /// End every member at this many seconds after the launcher's start.
-    #[arg(long, value_name = "SECONDS")]
-    pub deadline: Option<u64>,
-    /// Resume a session (refused with --roster).
-    #[arg(long, conflicts_with = "roster", value_name = "SES_ID")]
-    pub resume: Option<String>,
-}
-
-pub fn run_launch_args(args: &LaunchArgs) -> Result<i32> {
-    let roster = args.roster.clone().unwrap_or_else(|| PathBuf::from("."));
-    run_roster(&RosterLaunch {
-        roster,
-        task: args.task.clone(),
-        deadline: args.deadline,
-    })
 }

@@ -13,6 +13,7 @@
 //! - [`serve`]: the session itself (records, door, running record, the main loop);
 //! - [`task`]: one task through the agent loop;
 //! - [`ends`]: how a session ends (signals, lifeline, deadline) and what it exits with;
+//! - [`watch`]: the trace, published to `murmur.WatchSession` watchers;
 //! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
 
 pub mod capsule;
@@ -23,6 +24,7 @@ pub mod output;
 pub mod resume;
 pub mod serve;
 pub mod task;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -133,6 +135,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         }
         return run_roster(args);
     }
+    // A member of a formation leaves this to its launcher (MURMUR_HOST_WARNINGS_REPORTED).
+    crate::host::report_unless_reported();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

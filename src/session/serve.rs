@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::capsule::{self, Capsule};
 use super::ends::{self, Cause, Signals};
@@ -169,6 +170,8 @@ struct Live {
     env: Arc<TaskEnv>,
     out: Arc<Output>,
     formation_id: Option<String>,
+    /// The trace follower publishing to murmur.WatchSession, and how to stop it.
+    watch: (CancellationToken, JoinHandle<()>),
 }
 
 impl Stage<'_> {
@@ -178,6 +181,13 @@ impl Stage<'_> {
             None => records::new_session_id(),
         };
         let formation_id = self.member.as_ref().map(|m| m.formation_id.clone());
+        // A resumed session's watchers get only its own records.
+        let trace_offset = match &self.resumed {
+            Some(r) => {
+                std::fs::metadata(r.records_dir.join(trace::FILE_NAME)).map_or(0, |m| m.len())
+            }
+            None => 0,
+        };
         let (records, trace, murmur_md) = self.records(&session_id)?;
         self.out
             .set_bootstrap_log(records.logs_dir().join(BOOTSTRAP_LOG));
@@ -204,6 +214,13 @@ impl Stage<'_> {
         if let Err(d) = running.register(&record, &token) {
             return Ok(fail_early(&trace, &self.out, &d));
         }
+        let watch_stop = CancellationToken::new();
+        let watch = super::watch::follow(
+            records.trace_path(),
+            trace_offset,
+            door.events().clone(),
+            watch_stop.clone(),
+        );
         let env = Arc::new(TaskEnv {
             trace: trace.clone(),
             transport: self.transport(&records),
@@ -236,6 +253,7 @@ impl Stage<'_> {
             env,
             out: self.out.clone(),
             formation_id,
+            watch: (watch_stop, watch),
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
         let code = live
@@ -325,7 +343,7 @@ impl Stage<'_> {
             member: mem.name.clone(),
         });
         config.acceptance = self.lifecycle.acceptance;
-        config.files_root = Some(records.out_dir());
+        config.files_root = Some(records.dir.clone());
         let (stop_tx, stop_rx) = tokio::sync::mpsc::unbounded_channel();
         config.on_stop = Some(Arc::new(move || {
             let _ = stop_tx.send(());
@@ -560,6 +578,10 @@ impl Live {
             error_code: exit.error.map(|c| c.as_str().to_string()),
         });
         let _ = self.running.remove(&self.session_id);
+        // Watchers get every record, session_end included, before the door closes.
+        let (stop, follower) = self.watch;
+        stop.cancel();
+        let _ = follower.await;
         self.door.shutdown().await;
         self.out
             .diag(&format!("status: {}", ends::status_word(exit.status)));
