@@ -480,8 +480,11 @@ fn unix_ms(at: SystemTime) -> u64 {
 pub const BALLOON_ENV: &str = "MUR_TEST_LAUNCHER_BALLOON";
 
 fn balloon_requested() -> Option<Duration> {
-    let value = std::env::var(BALLOON_ENV).ok()?;
-    value.trim().parse().ok().map(Duration::from_secs)
+    parse_balloon(std::env::var(BALLOON_ENV).ok().as_deref())
+}
+
+fn parse_balloon(value: Option<&str>) -> Option<Duration> {
+    value?.trim().parse().ok().map(Duration::from_secs)
 }
 
 /// Test-only: the e2e suite's OOM scenario needs the kernel to pick the launcher, not
@@ -493,8 +496,11 @@ fn balloon_requested() -> Option<Duration> {
 /// OOM killer ends this process, which is the point. The delay lets a test see the
 /// formation up, then stay still while the kernel acts.
 fn start_balloon(after: Duration) {
+    use std::io::Write;
     let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
-    eprintln!(
+    // Never a panic on a closed stderr.
+    let _ = writeln!(
+        std::io::stderr(),
         "[mur run] test setting {BALLOON_ENV}: the launcher allocates until killed, from {after:?} on"
     );
     std::thread::spawn(move || {
@@ -540,6 +546,21 @@ impl Signals {
             _ = recv(&mut self.int) => libc::SIGINT,
             _ = recv(&mut self.term) => libc::SIGTERM,
             _ = recv(&mut self.hup) => libc::SIGHUP,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_balloon_is_off_unless_given_whole_seconds() {
+        assert_eq!(parse_balloon(None), None);
+        assert_eq!(parse_balloon(Some("0")), Some(Duration::ZERO));
+        assert_eq!(parse_balloon(Some(" 6 ")), Some(Duration::from_secs(6)));
+        for off in ["", "yes", "-1", "1.5", "6s"] {
+            assert_eq!(parse_balloon(Some(off)), None, "{off}");
         }
     }
 }
