@@ -29,6 +29,31 @@ lint:
 ci:
     bash .ci/run
 
+# `just e2e <path>` tests that static mur instead of building one (CI passes the
+# release binary `just image` built).
+# The container suite (e2e/README.md): a static musl mur, the image, every scenario.
+e2e mur="": (e2e-image mur)
+    cargo test -p mur-e2e --test e2e
+
+# The e2e image, built locally and offline (FROM scratch: nothing is pulled).
+e2e-image mur="":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    bin="{{mur}}"
+    if [ -z "$bin" ]; then
+        cargo build --release --target x86_64-unknown-linux-musl
+        bin=target/x86_64-unknown-linux-musl/release/mur
+    fi
+    rm -rf target/e2e-image && mkdir -p target/e2e-image
+    cp "$bin" target/e2e-image/mur
+    cp /bin/busybox /usr/bin/tini-static target/e2e-image/
+    cp -r docker/e2e target/e2e-image/e2e
+    DOCKER_BUILDKIT=0 docker build -q -t mur-e2e:local -f docker/e2e.Dockerfile target/e2e-image
+    cp target/x86_64-unknown-linux-musl/release/mur target/e2e-image/mur
+    cp /bin/busybox /usr/bin/tini-static target/e2e-image/
+    cp -r docker/e2e target/e2e-image/e2e
+    DOCKER_BUILDKIT=0 docker build -q -t mur-e2e:local -f docker/e2e.Dockerfile target/e2e-image
+
 # Python a2a-sdk in .venv, then the door's interop test with it.
 a2a-sdk:
     python3 -m venv .venv

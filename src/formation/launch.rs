@@ -312,6 +312,10 @@ async fn run(
         }
     };
 
+    if let Some(after) = balloon_requested() {
+        start_balloon(after);
+    }
+
     // End: the entry member's end, or a signal to the launcher.
     let end = tokio::select! {
         status = entry_started.child.wait() => End::EntryEnded(status.ok()),
@@ -470,6 +474,49 @@ fn unix_ms(at: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The documented test setting (docs/testing.md) that makes the launcher itself grow
+/// until the OOM killer ends it, `<seconds>` after the entry member has started. Off
+/// unless set to a whole number of seconds.
+pub const BALLOON_ENV: &str = "MUR_TEST_LAUNCHER_BALLOON";
+
+fn balloon_requested() -> Option<Duration> {
+    parse_balloon(std::env::var(BALLOON_ENV).ok().as_deref())
+}
+
+fn parse_balloon(value: Option<&str>) -> Option<Duration> {
+    value?.trim().parse().ok().map(Duration::from_secs)
+}
+
+/// Test-only: the e2e suite's OOM scenario needs the kernel to pick the launcher, not
+/// a member, as its victim. A container's memory limit alone does not make that
+/// certain (oom_badness rounds oom_score_adj), so the launcher makes itself the
+/// largest process by far: it raises its own oom_score_adj to 1000 (raising needs no
+/// privilege; members started earlier keep theirs) and, on a thread of its own,
+/// allocates and touches memory in 1 MiB steps, forever. Nothing frees it: only the
+/// OOM killer ends this process, which is the point. The delay lets a test see the
+/// formation up, then stay still while the kernel acts.
+fn start_balloon(after: Duration) {
+    use std::io::Write;
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
+    // Never a panic on a closed stderr.
+    let _ = writeln!(
+        std::io::stderr(),
+        "[mur run] test setting {BALLOON_ENV}: the launcher allocates until killed, from {after:?} on"
+    );
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let mut held: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let mut chunk = vec![0u8; 1 << 20];
+            // Touch every page so the memory is really charged to the cgroup.
+            for page in chunk.iter_mut().step_by(4096) {
+                *page = 1;
+            }
+            held.push(std::hint::black_box(chunk));
+        }
+    });
+}
+
 /// SIGINT, SIGTERM and SIGHUP to the launcher, as one stream of signal numbers.
 struct Signals {
     int: Option<tokio::signal::unix::Signal>,
@@ -499,6 +546,21 @@ impl Signals {
             _ = recv(&mut self.int) => libc::SIGINT,
             _ = recv(&mut self.term) => libc::SIGTERM,
             _ = recv(&mut self.hup) => libc::SIGHUP,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_balloon_is_off_unless_given_whole_seconds() {
+        assert_eq!(parse_balloon(None), None);
+        assert_eq!(parse_balloon(Some("0")), Some(Duration::ZERO));
+        assert_eq!(parse_balloon(Some(" 6 ")), Some(Duration::from_secs(6)));
+        for off in ["", "yes", "-1", "1.5", "6s"] {
+            assert_eq!(parse_balloon(Some(off)), None, "{off}");
         }
     }
 }
