@@ -172,6 +172,8 @@ struct Live {
     formation_id: Option<String>,
     /// The trace follower publishing to murmur.WatchSession, and how to stop it.
     watch: (CancellationToken, JoinHandle<()>),
+    /// `trace.retain`, applied to the project's sessions at the end.
+    retain: manifest::Retain,
 }
 
 impl Stage<'_> {
@@ -254,6 +256,7 @@ impl Stage<'_> {
             out: self.out.clone(),
             formation_id,
             watch: (watch_stop, watch),
+            retain: self.capsule.manifest.trace.retain.clone(),
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
         let code = live
@@ -578,6 +581,19 @@ impl Live {
             error_code: exit.error.map(|c| c.as_str().to_string()),
         });
         let _ = self.running.remove(&self.session_id);
+        // When ~/.murmur/running/ cannot be read every session counts as running:
+        // nothing is removed.
+        if let Ok(live) = self.running.list() {
+            let live: Vec<String> = live.into_iter().map(|r| r.session_id).collect();
+            for removed in super::retain::prune(
+                &self.env.records.dir,
+                &self.retain,
+                &live,
+                SystemTime::now(),
+            ) {
+                self.out.diag(&removed.line());
+            }
+        }
         // Watchers get every record, session_end included, before the door closes.
         let (stop, follower) = self.watch;
         stop.cancel();
