@@ -80,18 +80,18 @@ pub struct Ready {
     pub door: String,
 }
 
-/// Whether an Agent Card names `session`: the card carries the session id under
-/// `metadata.sessionId` (see docs/door.md); any `sessionId` key is accepted so that a
-/// card extension moving it stays readable.
+/// Whether an Agent Card names `session`: the door declares it in the card's
+/// `capabilities.extensions[]` entry for `door::SESSION_EXTENSION_URI`, as
+/// `params.sessionId` (see docs/door.md).
 pub fn card_names_session(card: &serde_json::Value, session: &str) -> bool {
-    match card {
-        serde_json::Value::Object(map) => map.iter().any(|(k, v)| {
-            ((k == "sessionId" || k == "session_id") && v.as_str() == Some(session))
-                || card_names_session(v, session)
-        }),
-        serde_json::Value::Array(items) => items.iter().any(|v| card_names_session(v, session)),
-        _ => false,
-    }
+    card["capabilities"]["extensions"]
+        .as_array()
+        .is_some_and(|extensions| {
+            extensions.iter().any(|e| {
+                e["uri"] == crate::door::SESSION_EXTENSION_URI
+                    && e["params"]["sessionId"] == session
+            })
+        })
 }
 
 /// Waits for the peer `child` to become ready: its first stdout line (read from

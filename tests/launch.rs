@@ -2,7 +2,6 @@
 //! (tests/fixtures/fake_member.py) that speak the launcher's real protocol over real
 //! pipes, lifelines and HTTP on 127.0.0.1.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -11,50 +10,34 @@ use mur::formation::launch::{Options, Places, Plan, PlanMember, launch};
 use mur::retention::{Dirs, Policy};
 use serde_json::Value;
 
+mod fake;
+
+use fake::Fakes;
+
 struct World {
     _tmp: tempfile::TempDir,
     root: PathBuf,
-    events: PathBuf,
+    fakes: Fakes,
     places: Places,
 }
 
 fn world(behaviours: &[(&str, &str)]) -> World {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
-    let events = root.join("events");
-    std::fs::create_dir_all(&events).unwrap();
     std::fs::create_dir_all(root.join("project")).unwrap();
-    let members: BTreeMap<_, _> = behaviours
-        .iter()
-        .map(|(m, b)| (m.to_string(), b.to_string()))
-        .collect();
-    let config = serde_json::json!({"events_dir": events, "members": members});
-    let config_path = root.join("config.json");
-    std::fs::write(&config_path, config.to_string()).unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_member.py");
-    let program = root.join("member.sh");
-    std::fs::write(
-        &program,
-        format!(
-            "#!/bin/sh\nexec python3 {} {} \"$@\"\n",
-            fixture.display(),
-            config_path.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fakes = Fakes::new(&root, behaviours);
     let places = Places {
         retention: Dirs {
             formations: root.join("formations"),
             records: root.join("records"),
         },
         running: root.join("running"),
-        program,
+        program: fakes.program.clone(),
     };
     World {
         _tmp: tmp,
         root,
-        events,
+        fakes,
         places,
     }
 }
@@ -85,16 +68,11 @@ fn chain(w: &World) -> Plan {
 
 impl World {
     fn events(&self, member: &str) -> Vec<Value> {
-        let Ok(text) = std::fs::read_to_string(self.events.join(format!("{member}.jsonl"))) else {
-            return Vec::new();
-        };
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        self.fakes.events(member)
     }
 
     fn event(&self, member: &str, kind: &str) -> Option<Value> {
-        self.events(member).into_iter().find(|e| e["event"] == kind)
+        self.fakes.event(member, kind)
     }
 
     fn formation_dirs(&self) -> Vec<PathBuf> {

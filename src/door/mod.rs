@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::a2a::{AgentSkill, Message};
 use crate::credential::VerifyKey;
 
+pub use server::SESSION_EXTENSION_URI;
 pub use store::{TaskEnded, TaskHandle, TaskStore};
 
 /// Who is calling: the credential a request was let in with. Its text form is the

@@ -7,7 +7,7 @@ const SES: &str = "ses_0199c4e2f1b7712a9d3e4f5061728395";
 
 /// A real HTTP server on 127.0.0.1 serving an Agent Card that names `session`.
 async fn door_naming(session: &'static str) -> String {
-    let card = serde_json::json!({"name": "peer", "metadata": {"sessionId": session}});
+    let card = card_for(session);
     let app = axum::Router::new().route(
         "/.well-known/agent-card.json",
         axum::routing::get(move || async move { axum::Json(card) }),
@@ -16,6 +16,12 @@ async fn door_naming(session: &'static str) -> String {
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     url
+}
+
+fn card_for(session: &str) -> serde_json::Value {
+    serde_json::json!({"name": "peer", "capabilities": {"extensions": [
+        {"uri": crate::door::SESSION_EXTENSION_URI, "params": {"sessionId": session}}
+    ]}})
 }
 
 fn line(door: Option<&str>, formation: Option<&str>) -> String {
@@ -164,8 +170,15 @@ fn readiness_lines_round_trip_and_reject_other_json() {
 
 #[test]
 fn card_names_session_looks_for_the_session_id() {
-    let card = serde_json::json!({"metadata": {"sessionId": SES}});
+    let card = card_for(SES);
     assert!(card_names_session(&card, SES));
     assert!(!card_names_session(&card, "ses_other"));
-    assert!(!card_names_session(&serde_json::json!({"name": SES}), SES));
+    assert!(!card_names_session(
+        &serde_json::json!({"name": SES, "sessionId": SES}),
+        SES
+    ));
+    let other_extension = serde_json::json!({"capabilities": {"extensions": [
+        {"uri": "https://example.com/x", "params": {"sessionId": SES}}
+    ]}});
+    assert!(!card_names_session(&other_extension, SES));
 }
