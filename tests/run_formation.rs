@@ -508,4 +508,26 @@ fn a_scaffolded_roster_runs_end_to_end_with_real_members() {
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(ids.iter().all(|id| text.contains(id.as_str())), "{text}");
     assert_eq!(std::fs::read_dir(w.running_dir()).unwrap().count(), 0);
+    // A peer's session resumed by hand: its capsule, installed only in the roster's
+    // project store, is found through the formation's marker; no formation part comes back.
+    let helper_id = helper[0]["session_id"].as_str().unwrap().to_string();
+    let out = w
+        .mur()
+        .args(["run", "--resume", &helper_id, "--task", "Once more."])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = w.trace(&helper_id);
+    let starts: Vec<_> = trace
+        .iter()
+        .filter(|r| r["type"] == "session_start")
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert!(starts[1].get("formation_id").is_none());
+    assert_eq!(starts[1]["capsule"]["name"], "local/team-helper");
 }
