@@ -72,7 +72,7 @@ impl Lifecycle {
 pub async fn session(args: &RunArgs) -> Result<i32> {
     // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
     // must wind the session down, never kill it with the default action.
-    let signals = Signals::new();
+    let mut signals = Signals::new();
     let out = Arc::new(Output::new());
     let task_text = args.task_text()?;
     let resumed = match &args.resume {
@@ -87,6 +87,9 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         Membership::Unbound { formation_id } => (None, Some(formation_id)),
         Membership::Member(m) => (Some(m), None),
     };
+    if member.as_ref().is_some_and(|m| m.lifeline.is_some()) {
+        signals.ignore_interrupt();
+    }
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
     let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
