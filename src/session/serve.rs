@@ -613,3 +613,74 @@ impl Live {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn lifecycle(manifest: manifest::Lifecycle, flags: &[&str]) -> Lifecycle {
+        let cli = Cli::parse_from(std::iter::once("run").chain(flags.iter().copied()));
+        Lifecycle::of(&manifest, &cli.run)
+    }
+
+    fn queue(depth: u32) -> manifest::Lifecycle {
+        manifest::Lifecycle {
+            task_acceptance: manifest::TaskAcceptance::Queue,
+            after_task: manifest::AfterTask::Sleep,
+            queue_depth: depth,
+            idle_timeout: Some(60),
+        }
+    }
+
+    #[test]
+    fn flags_override_the_manifest() {
+        let l = lifecycle(queue(2), &[]);
+        assert_eq!(l.acceptance, door::Acceptance::Queue { depth: 2 });
+        assert!(!l.exit_after_task);
+        assert_eq!(l.idle_timeout, Some(Duration::from_secs(60)));
+        let l = lifecycle(
+            queue(2),
+            &[
+                "--lifecycle-task-acceptance",
+                "single",
+                "--lifecycle-after-task",
+                "exit",
+                "--lifecycle-idle-timeout",
+                "none",
+            ],
+        );
+        assert_eq!(l.acceptance, door::Acceptance::Single);
+        assert!(l.exit_after_task);
+        assert_eq!(l.idle_timeout, None);
+        let l = lifecycle(
+            manifest::Lifecycle::default(),
+            &[
+                "--lifecycle-task-acceptance",
+                "queue",
+                "--lifecycle-idle-timeout",
+                "5",
+            ],
+        );
+        assert_eq!(l.acceptance, door::Acceptance::Queue { depth: 0 });
+        assert_eq!(l.idle_timeout, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_task_ends_the_session_unless_the_flag_says_sleep() {
+        assert!(lifecycle(queue(0), &["--task", "x"]).exit_after_task);
+        assert!(
+            !lifecycle(
+                queue(0),
+                &["--task", "x", "--lifecycle-after-task", "sleep"]
+            )
+            .exit_after_task
+        );
+    }
+}
