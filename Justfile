@@ -11,7 +11,7 @@ build:
 test:
     cargo test
 
-# Benchmarks: admission of a 64-member roster (goal < 20 ms; docs/roster.md).
+# Benchmarks (goals in docs/benchmarks.md): admission, the door, formations.
 bench:
     cargo bench
 
@@ -29,3 +29,23 @@ a2a-sdk:
     python3 -m venv .venv
     .venv/bin/pip install -q "a2a-sdk==1.3.0"
     cargo test --test a2a_sdk -- --ignored
+
+# Release archive, checksums and shell installer in target/distrib (cargo-dist).
+dist *ARGS:
+    bash scripts/dist.sh {{ARGS}}
+
+# Serve target/distrib on 127.0.0.1 and install with mur-installer.sh in a container.
+dist-test: dist
+    bash tests/dist/install-test.sh
+
+# Build the release musl binary twice (other folder, user, umask, time) and compare sha256.
+repro:
+    bash scripts/repro.sh
+
+# The release image (docker/Dockerfile, FROM scratch) and `docker run --rm mur --version`.
+image:
+    bash scripts/image.sh
+
+# Parse the Nix files and check the flake's outputs offline (stub nixpkgs).
+nix-check:
+    bash scripts/nix-check.sh

@@ -93,29 +93,3 @@ pub fn plan(admitted: &Admitted) -> launch::Plan {
         },
     }
 }
-
-/// `mur run --roster` flags, until `mur run` itself (src/session/) takes them over.
-#[derive(Debug, clap::Args)]
-pub struct LaunchArgs {
-    /// Launch the formation of roster.yaml (or of the roster in PATH).
-    #[arg(long, num_args = 0..=1, default_missing_value = ".", value_name = "PATH")]
-    pub roster: Option<PathBuf>,
-    /// The entry member's one task; the formation ends with it.
-    #[arg(long)]
-    pub task: Option<String>,
-    /// End every member at this many seconds after the launcher's start.
-    #[arg(long, value_name = "SECONDS")]
-    pub deadline: Option<u64>,
-    /// Resume a session (refused with --roster).
-    #[arg(long, conflicts_with = "roster", value_name = "SES_ID")]
-    pub resume: Option<String>,
-}
-
-pub fn run_launch_args(args: &LaunchArgs) -> Result<i32> {
-    let roster = args.roster.clone().unwrap_or_else(|| PathBuf::from("."));
-    run_roster(&RosterLaunch {
-        roster,
-        task: args.task.clone(),
-        deadline: args.deadline,
-    })
-}

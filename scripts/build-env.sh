@@ -1,0 +1,23 @@
+# Sourced (not run) before a release build: `. scripts/build-env.sh`.
+# Sets what makes the release binary the same bytes wherever and by whom it is
+# built. Flags go in the RUSTFLAGS env var, not .cargo/config.toml, because
+# `dist build` sets RUSTFLAGS itself and so ignores build.rustflags, and because
+# the paths to remap are only known here.
+
+# The checkout's root: this file lives in <root>/scripts/.
+MUR_SRC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")/.." && pwd -P)
+: "${CARGO_HOME:=$HOME/.cargo}"
+CARGO_HOME=$(cd "$CARGO_HOME" && pwd -P)
+MUR_SYSROOT=$(rustc --print sysroot)
+
+# Absolute paths that would otherwise reach the binary (panic locations of
+# dependencies, debuginfo before strip). Later prefixes win where several match,
+# so the more specific CARGO_HOME and sysroot come after the source root.
+export RUSTFLAGS="--remap-path-prefix=$MUR_SRC_ROOT=/src --remap-path-prefix=$CARGO_HOME=/cargo --remap-path-prefix=$MUR_SYSROOT=/rustc${RUSTFLAGS:+ $RUSTFLAGS}"
+export CARGO_INCREMENTAL=0
+# rustc ignores it; build scripts and the archives made around the binary use it.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+    SOURCE_DATE_EPOCH=$(git -C "$MUR_SRC_ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
+fi
+export SOURCE_DATE_EPOCH
+export CARGO_HOME
