@@ -19,6 +19,7 @@ use crate::catalogue::{E_RUN_045, E_RUN_053};
 use crate::channel::{Credentials, Line, Secret};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
+use crate::diag::stderr_line;
 use crate::formation::dirs;
 use crate::formation::member::{self, Spec, Started};
 use crate::readiness::{self, NotReady, Ready};
@@ -89,7 +90,7 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
     let key = match FormationKey::mint() {
         Ok(key) => key,
         Err(e) => {
-            eprintln!("[mur run] error: cannot mint a formation key: {e}");
+            stderr_line(format!("[mur run] error: cannot mint a formation key: {e}"));
             return 1;
         }
     };
@@ -106,7 +107,7 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         SystemTime::now(),
     );
     for removal in removed {
-        eprintln!("{}", removal.line());
+        stderr_line(removal.line());
     }
     status
 }
@@ -155,7 +156,7 @@ async fn run(
             Err(d) => return refuse(&d),
         };
         if let Some(line) = &dir.marker_warning {
-            eprintln!("{line}");
+            stderr_line(line);
         }
         for peer in &peers {
             match dirs::create_peer(&dir.path, &peer.name) {
@@ -182,7 +183,7 @@ async fn run(
                     E_RUN_045,
                     format!("peer `{}` could not start: {e}", peer.name),
                 );
-                eprintln!("{d}");
+                stderr_line(&d);
                 stop_all(&mut started).await;
                 return 1;
             }
@@ -235,7 +236,7 @@ async fn run(
         let mut all: Vec<Started> = pending;
         all.extend(ready.into_iter().flatten().map(|(s, _)| s));
         if let Some(d) = &failure {
-            eprintln!("{d}");
+            stderr_line(d);
         }
         stop_all(&mut all).await;
         return interrupted.map_or(1, |s| 128 + s);
@@ -269,13 +270,10 @@ async fn run(
     if let Some((at, _)) = deadline
         && Instant::now() >= at
     {
-        eprintln!(
-            "{}",
-            Diagnostic::new(
-                E_RUN_053,
-                "the formation's deadline fell before its entry member started"
-            )
-        );
+        stderr_line(Diagnostic::new(
+            E_RUN_053,
+            "the formation's deadline fell before its entry member started",
+        ));
         stop_all(&mut peers_started).await;
         return 1;
     }
@@ -305,10 +303,10 @@ async fn run(
     let mut entry_started = match member::start(&places.program, &spec, formation, &lines, &cwd) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
+            stderr_line(format!(
                 "[mur run] error: the entry member `{}` could not start: {e}",
                 entry.name
-            );
+            ));
             stop_all(&mut peers_started).await;
             return 1;
         }
@@ -410,7 +408,7 @@ fn not_ready(name: &str, why: &NotReady, deadline_fell: bool) -> Diagnostic {
 }
 
 fn refuse(d: &Diagnostic) -> i32 {
-    eprintln!("{d}");
+    stderr_line(d);
     1
 }
 

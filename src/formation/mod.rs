@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::admission::{self, Admitted};
 use crate::catalogue::E_RUN_046;
+use crate::diag::stderr_line;
 use crate::diag::{Diagnostic, Result};
 use crate::retention::Policy;
 
@@ -44,10 +45,10 @@ pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
     };
     let admitted = admission::admit(&roster)?;
     for warning in &admitted.warnings {
-        eprintln!("{warning}");
+        stderr_line(warning);
     }
     for warning in crate::host::warnings() {
-        eprintln!("{warning}");
+        stderr_line(&warning);
     }
     let plan = plan(&admitted);
     let options = launch::Options {

@@ -137,6 +137,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         }
         return run_roster(args);
     }
+    // A member of a formation leaves this to its launcher (MURMUR_HOST_WARNINGS_REPORTED).
+    crate::host::report_unless_reported();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,0 +1,206 @@
+//! Formations on real processes, with the real `mur`:
+//! - launch: time from spawning `mur run --roster --task` to the entry member's task
+//!   starting (its trace's `a2a_task_received`/first task record), for 2, 8 and 32
+//!   members, beside the floor of spawning as many bare processes in the same run
+//!   (goal: 8 members under 150 ms on 2 cores);
+//! - teardown: time from a SIGKILL of the launcher to the last member gone, with an
+//!   idle formation (goal under 1 s).
+//!
+//! Run with `just bench` or `cargo bench --bench formation`.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+const SIZES: [usize; 3] = [2, 8, 32];
+const RUNS: usize = 5;
+
+fn mur(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mur"));
+    cmd.env("HOME", home).stdin(Stdio::null());
+    cmd
+}
+
+/// A project whose entry member `m00` may call every other member.
+fn project(home: &Path, members: usize) -> PathBuf {
+    let project = home.join(format!("project-{members}"));
+    let mut roster = String::from("roster_version: 1\nmembers:\n");
+    let mut folders = Vec::new();
+    for i in 0..members {
+        let name = format!("m{i:02}");
+        let folder = project.join("src").join(&name);
+        std::fs::create_dir_all(&folder).unwrap();
+        let peer = if i == 0 {
+            "capabilities:\n  network:\n    allow: [localhost]\n"
+        } else {
+            "exports:\n  peer_tasks:\n    accept: true\n"
+        };
+        std::fs::write(
+            folder.join("murmur.yaml"),
+            format!(
+                "name: b{members}-{name}\nversion: 1.0.0\ndescription: Bench member.\nagent:\n  transport: builtin\n\
+                 network:\n  authentication: {{}}\n{peer}"
+            ),
+        )
+        .unwrap();
+        folders.push(folder);
+        roster.push_str(&format!(
+            "  - name: {name}\n    capsule: local/b{members}-{name}\n    version: 1.0.0\n{}",
+            if i == 0 { "    entry: true\n" } else { "" }
+        ));
+    }
+    if members > 1 {
+        let callees: Vec<String> = (1..members).map(|i| format!("m{i:02}")).collect();
+        roster.push_str(&format!(
+            "reachability:\n  - from: m00\n    to: [{}]\n",
+            callees.join(", ")
+        ));
+    }
+    std::fs::write(project.join("roster.yaml"), roster).unwrap();
+    let status = mur(home)
+        .arg("install")
+        .args(&folders)
+        .current_dir(&project)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    project
+}
+
+/// The first trace record of the entry member's task, as a wall-clock time.
+fn entry_task_start(home: &Path, project: &Path) -> Option<SystemTime> {
+    let records = home
+        .join(".murmur/records")
+        .join(project.strip_prefix("/").unwrap());
+    let mut newest: Option<(SystemTime, PathBuf)> = None;
+    for e in std::fs::read_dir(&records).ok()?.flatten() {
+        let modified = e.metadata().ok()?.modified().ok()?;
+        if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
+            newest = Some((modified, e.path()));
+        }
+    }
+    let trace = std::fs::read_to_string(newest?.1.join("trace.jsonl")).ok()?;
+    for line in trace.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let kind = v["type"].as_str().unwrap_or("");
+        if kind == "a2a_task_received" || kind == "task_state" {
+            let ts = v["ts"].as_str()?;
+            let t = humantime::parse_rfc3339(ts).ok()?;
+            return Some(t);
+        }
+    }
+    None
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().canonicalize().unwrap();
+    println!(
+        "formation launch: spawn of `mur run --roster --task` to the entry member's task starting"
+    );
+    for members in SIZES {
+        let project = project(&home, members);
+        let mut launch = Vec::new();
+        for _ in 0..RUNS {
+            let started = SystemTime::now();
+            let out = mur(&home)
+                .args(["run", "--roster", "--task", "Say hello."])
+                .current_dir(&project)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let t =
+                entry_task_start(&home, &project).expect("the entry member's task in its trace");
+            launch.push(t.duration_since(started).unwrap_or_default());
+        }
+        let mut floor = Vec::new();
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            let children: Vec<_> = (0..members)
+                .map(|_| Command::new("true").spawn().unwrap())
+                .collect();
+            for mut c in children {
+                c.wait().unwrap();
+            }
+            floor.push(started.elapsed());
+        }
+        println!(
+            "  {members:>2} members: median {:>8.1?}   (floor: {members} bare processes {:>8.1?})",
+            median(launch),
+            median(floor)
+        );
+    }
+
+    println!("teardown: SIGKILL of the launcher to the last member gone (idle formation)");
+    for members in [2, 8] {
+        let project = home.join(format!("project-{members}"));
+        let mut took = Vec::new();
+        for _ in 0..RUNS {
+            let mut launcher = mur(&home)
+                .args(["run", "--roster"])
+                .current_dir(&project)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            // Wait until every member has registered as running.
+            let running = home.join(".murmur/running");
+            let until = Instant::now() + Duration::from_secs(60);
+            let pids = loop {
+                let pids: Vec<i32> = std::fs::read_dir(&running)
+                    .map(|d| {
+                        d.flatten()
+                            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                            .filter_map(|e| {
+                                let v: serde_json::Value =
+                                    serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+                                v["pid"].as_i64().map(|p| p as i32)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if pids.len() == members {
+                    break pids;
+                }
+                assert!(Instant::now() < until, "the formation never came up");
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            let killed = Instant::now();
+            launcher.kill().unwrap();
+            launcher.wait().unwrap();
+            loop {
+                let alive = pids.iter().any(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                        !s.rsplit(')')
+                            .next()
+                            .unwrap_or("")
+                            .trim_start()
+                            .starts_with('Z')
+                    })
+                });
+                if !alive {
+                    break;
+                }
+                assert!(
+                    killed.elapsed() < Duration::from_secs(30),
+                    "members outlived the launcher"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            took.push(killed.elapsed());
+        }
+        println!("  {members:>2} members: median {:>8.1?}", median(took));
+    }
+}
