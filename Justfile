@@ -11,9 +11,14 @@ build:
 test:
     cargo test
 
-# Benchmarks (goals in docs/benchmarks.md): admission, the door, formations.
-bench:
+# Benchmarks (goals in docs/benchmarks.md): admission, the door, formations, a session.
+bench: bench-setup
     cargo bench
+
+# Python a2a-sdk 1.3.0 with uvicorn in .venv: the session benchmark's reference server.
+bench-setup:
+    test -x .venv/bin/python || python3 -m venv .venv
+    .venv/bin/pip install -q -r benches/a2a_sdk_server/requirements.txt
 
 # Formatting and lints, as CI runs them.
 lint:

@@ -51,7 +51,10 @@ struct Entry {
     task: Task,
     owner: Credential,
     rev: u64,
-    events: broadcast::Sender<StreamResponse>,
+    /// `None` once the task ended: a broadcast channel holds its whole buffer for as
+    /// long as it lives, so an ended task drops its sender (live streams still drain
+    /// what was sent, then close) instead of keeping ~90 KiB per remembered task.
+    events: Option<broadcast::Sender<StreamResponse>>,
     state: watch::Sender<TaskState>,
     cancel: CancellationToken,
     reply: Option<oneshot::Sender<Message>>,
@@ -202,7 +205,7 @@ impl TaskStore {
                 task,
                 owner,
                 rev,
-                events,
+                events: Some(events),
                 state: state_tx,
                 cancel,
                 reply: None,
@@ -238,7 +241,12 @@ impl TaskStore {
     ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
         let state = self.lock();
         let entry = visible(&state, caller, id)?;
-        Ok((entry.task.clone(), entry.events.subscribe()))
+        let events = match &entry.events {
+            Some(sender) => sender.subscribe(),
+            // An ended task: a subscription that is already closed.
+            None => broadcast::channel(1).1,
+        };
+        Ok((entry.task.clone(), events))
     }
 
     /// Cancels a live task the caller may see. Cancelling a CANCELED task again
@@ -431,15 +439,16 @@ fn set_status(state: &mut State, id: &str, new: TaskState, message: Option<Messa
     let old_rev = entry.rev;
     entry.rev = rev;
     entry.state.send_replace(new);
-    let _ = entry
-        .events
-        .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+    if let Some(events) = &entry.events {
+        let _ = events.send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: id.to_string(),
             context_id: entry.task.context_id.clone(),
             status: entry.task.status.clone(),
             metadata: None,
         }));
+    }
     if new.is_terminal() {
+        entry.events = None;
         entry.reply = None;
         state.held = state.held.saturating_sub(1);
     }
@@ -564,9 +573,8 @@ impl TaskHandle {
             Some(existing) => *existing = artifact.clone(),
             None => list.push(artifact.clone()),
         }
-        let _ = e
-            .events
-            .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+        if let Some(events) = &e.events {
+            let _ = events.send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                 task_id: self.inner.id.clone(),
                 context_id: self.inner.context_id.clone(),
                 artifact,
@@ -574,6 +582,7 @@ impl TaskHandle {
                 last_chunk,
                 metadata: None,
             }));
+        }
         Ok(())
     }
 
@@ -652,5 +661,39 @@ mod tests {
         assert_eq!(store.snapshot(&id).unwrap().status.state, TaskState::Failed);
         assert_eq!(store.live(), 0);
         assert!(store.handle(&id).is_none());
+    }
+
+    #[test]
+    fn an_ended_task_keeps_no_event_buffer_and_live_streams_still_drain() {
+        let store = TaskStore::new(1, 100);
+        let c = store
+            .create(Credential::Operator, Message::text(Role::User, "x"))
+            .unwrap();
+        let id = c.handle.id().to_string();
+        let (_, mut live) = store.subscribe(&Credential::Operator, &id).unwrap();
+        c.handle.complete("done").unwrap();
+        assert!(
+            store.lock().tasks[&id].events.is_none(),
+            "the buffer is dropped"
+        );
+        // The stream that was open still gets the terminal update, then closes.
+        let mut last = None;
+        while let Ok(event) = live.try_recv() {
+            last = Some(event);
+        }
+        assert!(matches!(
+            last,
+            Some(StreamResponse::StatusUpdate(ref u)) if u.status.state == TaskState::Completed
+        ));
+        assert!(matches!(
+            live.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+        let (task, mut late) = store.subscribe(&Credential::Operator, &id).unwrap();
+        assert_eq!(task.status.state, TaskState::Completed);
+        assert!(matches!(
+            late.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
     }
 }
