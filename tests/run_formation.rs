@@ -508,4 +508,58 @@ fn a_scaffolded_roster_runs_end_to_end_with_real_members() {
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(ids.iter().all(|id| text.contains(id.as_str())), "{text}");
     assert_eq!(std::fs::read_dir(w.running_dir()).unwrap().count(), 0);
+    // A peer's session resumed by hand: its capsule, installed only in the roster's
+    // project store, is found through the formation's marker; no formation part comes back.
+    let helper_id = helper[0]["session_id"].as_str().unwrap().to_string();
+    let out = w
+        .mur()
+        .args(["run", "--resume", &helper_id, "--task", "Once more."])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = w.trace(&helper_id);
+    let starts: Vec<_> = trace
+        .iter()
+        .filter(|r| r["type"] == "session_start")
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert!(starts[1].get("formation_id").is_none());
+    assert_eq!(starts[1]["capsule"]["name"], "local/team-helper");
+}
+
+#[test]
+fn a_member_with_a_lifeline_leaves_sigint_to_its_launcher() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut l = Launcher::new();
+    l.send(l.credentials(&w, "coder", &[], &installed_sha(&w, "demo")));
+    let mut cmd = member_cmd(&w, "demo");
+    l.attach(&mut cmd, true);
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    s.signal(Signal::SIGINT);
+    // Still taking tasks: a wind-down would have closed the door to new ones.
+    let sent = rpc(
+        &door,
+        &w.token(&id),
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Still here?"}]}}),
+    );
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    l.lifeline.close();
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "{stderr}");
+    let trace = w.trace(&id);
+    assert!(types(&trace).contains(&"formation_ended".to_string()));
+    assert_eq!(trace.last().unwrap()["exit_status"], "ok");
 }

@@ -611,3 +611,28 @@ fn input_required_then_the_callers_reply_completes_the_task() {
         ]
     );
 }
+
+#[test]
+fn trace_retain_max_sessions_bounds_the_capsule_s_sessions() {
+    let w = World::new();
+    w.install("demo", "trace:\n  retain:\n    max_sessions: 2\n", None);
+    let mut last = String::new();
+    for _ in 0..3 {
+        let out = w
+            .mur()
+            .arg("run")
+            .args(capsule_args("demo"))
+            .args(["--task", "Again."])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        last = String::from_utf8_lossy(&out.stderr).to_string();
+    }
+    let ids = w.sessions();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        last.contains("[mur run] retention: removed session ses_"),
+        "{last}"
+    );
+    assert!(last.contains("(max_sessions)"), "{last}");
+}

@@ -100,6 +100,14 @@ impl Signals {
         }
     }
 
+    /// From now on SIGINT is caught and ignored: a formation member leaves the
+    /// terminal's Ctrl-C to its launcher, which closes its lifeline.
+    pub fn ignore_interrupt(&mut self) {
+        // tokio never uninstalls a handler it installed: with the stream gone, a
+        // SIGINT is caught and not seen, never the default action.
+        self.int = None;
+    }
+
     pub async fn next(&mut self) {
         async fn recv(s: &mut Option<Signal>) {
             match s {

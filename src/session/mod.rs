@@ -13,6 +13,7 @@
 //! - [`serve`]: the session itself (records, door, running record, the main loop);
 //! - [`task`]: one task through the agent loop;
 //! - [`ends`]: how a session ends (signals, lifeline, deadline) and what it exits with;
+//! - [`retain`]: `trace.retain` over the capsule's earlier sessions;
 //! - [`watch`]: the trace, published to `murmur.WatchSession` watchers;
 //! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
 
@@ -22,6 +23,7 @@ pub mod formation;
 pub mod ops;
 pub mod output;
 pub mod resume;
+pub mod retain;
 pub mod serve;
 pub mod task;
 pub mod watch;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::catalogue::{E_RUN_002, E_RUN_003};
 use crate::diag::{Diagnostic, Result};
+use crate::formation::marker::Marker;
 use crate::paths;
 use crate::records::{self, Records};
 use crate::running::RunningDir;
@@ -22,6 +23,9 @@ pub struct Resumed {
     capsule_name: String,
     capsule_version: String,
     installed: bool,
+    /// Where the capsule was resolved from: the roster's project for a formation
+    /// member (its marker names it), else the work folder.
+    project: PathBuf,
     /// The earlier tasks and their answers, for the system prompt.
     pub earlier: String,
 }
@@ -47,17 +51,24 @@ fn from_records(records: &Records) -> Result<Resumed> {
     let read = trace::read(&records.trace_path())?;
     let start = read.records.iter().find_map(|r| match &r.event {
         Event::SessionStart {
-            capsule, workdir, ..
-        } => Some((capsule.clone(), workdir.clone())),
+            capsule,
+            workdir,
+            formation_id,
+            ..
+        } => Some((capsule.clone(), workdir.clone(), formation_id.clone())),
         _ => None,
     });
-    let Some((capsule, workdir)) = start else {
+    let Some((capsule, workdir, formation_id)) = start else {
         return Err(Diagnostic::new(
             E_RUN_003,
             format!("{} has no session_start", records.trace_path().display()),
         ));
     };
+    let project = formation_id
+        .and_then(|frm| Marker::read(&paths::formations_dir().join(frm)))
+        .map_or_else(|| workdir.clone(), |m| m.project_dir);
     Ok(Resumed {
+        project,
         session_id: records.session_id.clone(),
         records_dir: records.dir.clone(),
         workdir,
@@ -74,7 +85,7 @@ impl Resumed {
     pub fn capsule(&self) -> Result<Capsule> {
         if self.installed {
             capsule::installed(
-                &self.workdir,
+                &self.project,
                 &self.capsule_name,
                 &self.capsule_version,
                 None,

@@ -72,7 +72,7 @@ impl Lifecycle {
 pub async fn session(args: &RunArgs) -> Result<i32> {
     // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
     // must wind the session down, never kill it with the default action.
-    let signals = Signals::new();
+    let mut signals = Signals::new();
     let out = Arc::new(Output::new());
     let task_text = args.task_text()?;
     let resumed = match &args.resume {
@@ -87,6 +87,9 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         Membership::Unbound { formation_id } => (None, Some(formation_id)),
         Membership::Member(m) => (Some(m), None),
     };
+    if member.as_ref().is_some_and(|m| m.lifeline.is_some()) {
+        signals.ignore_interrupt();
+    }
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
     let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
@@ -172,6 +175,8 @@ struct Live {
     formation_id: Option<String>,
     /// The trace follower publishing to murmur.WatchSession, and how to stop it.
     watch: (CancellationToken, JoinHandle<()>),
+    /// `trace.retain`, applied to the project's sessions at the end.
+    retain: manifest::Retain,
 }
 
 impl Stage<'_> {
@@ -254,6 +259,7 @@ impl Stage<'_> {
             out: self.out.clone(),
             formation_id,
             watch: (watch_stop, watch),
+            retain: self.capsule.manifest.trace.retain.clone(),
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
         let code = live
@@ -578,6 +584,19 @@ impl Live {
             error_code: exit.error.map(|c| c.as_str().to_string()),
         });
         let _ = self.running.remove(&self.session_id);
+        // When ~/.murmur/running/ cannot be read every session counts as running:
+        // nothing is removed.
+        if let Ok(live) = self.running.list() {
+            let live: Vec<String> = live.into_iter().map(|r| r.session_id).collect();
+            for removed in super::retain::prune(
+                &self.env.records.dir,
+                &self.retain,
+                &live,
+                SystemTime::now(),
+            ) {
+                self.out.diag(&removed.line());
+            }
+        }
         // Watchers get every record, session_end included, before the door closes.
         let (stop, follower) = self.watch;
         stop.cancel();
@@ -592,5 +611,76 @@ impl Live {
         if let Err(d) = self.trace.write(event) {
             self.out.diag(&d.to_string());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn lifecycle(manifest: manifest::Lifecycle, flags: &[&str]) -> Lifecycle {
+        let cli = Cli::parse_from(std::iter::once("run").chain(flags.iter().copied()));
+        Lifecycle::of(&manifest, &cli.run)
+    }
+
+    fn queue(depth: u32) -> manifest::Lifecycle {
+        manifest::Lifecycle {
+            task_acceptance: manifest::TaskAcceptance::Queue,
+            after_task: manifest::AfterTask::Sleep,
+            queue_depth: depth,
+            idle_timeout: Some(60),
+        }
+    }
+
+    #[test]
+    fn flags_override_the_manifest() {
+        let l = lifecycle(queue(2), &[]);
+        assert_eq!(l.acceptance, door::Acceptance::Queue { depth: 2 });
+        assert!(!l.exit_after_task);
+        assert_eq!(l.idle_timeout, Some(Duration::from_secs(60)));
+        let l = lifecycle(
+            queue(2),
+            &[
+                "--lifecycle-task-acceptance",
+                "single",
+                "--lifecycle-after-task",
+                "exit",
+                "--lifecycle-idle-timeout",
+                "none",
+            ],
+        );
+        assert_eq!(l.acceptance, door::Acceptance::Single);
+        assert!(l.exit_after_task);
+        assert_eq!(l.idle_timeout, None);
+        let l = lifecycle(
+            manifest::Lifecycle::default(),
+            &[
+                "--lifecycle-task-acceptance",
+                "queue",
+                "--lifecycle-idle-timeout",
+                "5",
+            ],
+        );
+        assert_eq!(l.acceptance, door::Acceptance::Queue { depth: 0 });
+        assert_eq!(l.idle_timeout, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_task_ends_the_session_unless_the_flag_says_sleep() {
+        assert!(lifecycle(queue(0), &["--task", "x"]).exit_after_task);
+        assert!(
+            !lifecycle(
+                queue(0),
+                &["--task", "x", "--lifecycle-after-task", "sleep"]
+            )
+            .exit_after_task
+        );
     }
 }
