@@ -493,10 +493,29 @@ fn a_scaffolded_roster_runs_end_to_end_with_real_members() {
     assert_eq!(helper[0]["formation_id"], frm.as_str());
     assert_eq!(lead[0]["formation_callees"], json!(["helper"]));
     assert_eq!(lead.last().unwrap()["exit_status"], "ok");
-    // The peer was idle when the entry member ended: its lifeline closed, it ended ok.
+    // The entry member handed the task to helper (call-member) and answered from its
+    // reply; helper was idle again when the entry member ended, so it ended ok.
     assert_eq!(
         types(helper),
-        ["session_start", "formation_ended", "session_end"]
+        [
+            "session_start",
+            "a2a_task_received",
+            "task_state",
+            "inference_turn",
+            "task_state",
+            "formation_ended",
+            "session_end"
+        ]
+    );
+    assert_eq!(helper[1]["credential"], "member:lead");
+    let lead_types = types(lead);
+    assert!(
+        lead_types.contains(&"member_call".to_string()),
+        "{lead_types:?}"
+    );
+    assert!(
+        lead_types.contains(&"member_answer".to_string()),
+        "{lead_types:?}"
     );
     assert_eq!(helper.last().unwrap()["exit_status"], "ok");
     let helper_dir = helper[0]["workdir"].as_str().unwrap();

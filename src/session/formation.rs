@@ -47,6 +47,8 @@ pub struct Member {
     pub lifeline: Option<OwnedFd>,
     /// Callees' door URLs, as later channel lines bring them (for call-member).
     pub doors: Arc<Mutex<BTreeMap<String, String>>>,
+    /// call-member's view of the callees: tokens, and door URLs as they arrive.
+    pub peers: Arc<crate::call_member::Peers>,
 }
 
 impl Member {
@@ -136,8 +138,14 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Membership
     }
     let doors = Arc::new(Mutex::new(BTreeMap::new()));
     let kept = doors.clone();
+    let peers = Arc::new(crate::call_member::Peers::new(
+        creds.tokens.clone(),
+        Vec::new(),
+    ));
+    let fed = peers.clone();
     tokio::spawn(async move {
         while let Some(more) = reader.next_doors().await {
+            fed.add_doors(more.clone());
             kept.lock().unwrap_or_else(|p| p.into_inner()).extend(more);
         }
     });
@@ -155,6 +163,7 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Membership
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
         lifeline,
         doors,
+        peers,
     })))
 }
 

@@ -247,6 +247,12 @@ impl Stage<'_> {
             records,
             max_turns: self.capsule.manifest.inference.max_turns,
             out: self.out.clone(),
+            peers: self.member.as_ref().map(|m| {
+                m.peers
+                    .set_allow(self.capsule.manifest.capabilities.network.allow.clone());
+                m.peers.clone()
+            }),
+            deadline: self.deadline.map(instant_of),
         });
         self.announce(&session_id, &door, formation_id.clone());
         let live = Live {

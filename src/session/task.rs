@@ -19,6 +19,10 @@ pub struct TaskEnv {
     /// The system prompt (built once per session).
     pub system: String,
     pub out: Arc<Output>,
+    /// In a formation: call-member's callees (None: no call-member).
+    pub peers: Option<Arc<crate::call_member::Peers>>,
+    /// The session's deadline: no busy member is offered a task past it.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl TaskEnv {
@@ -86,14 +90,31 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
             );
         }
     };
+    let calls = env.peers.clone().map(|peers| {
+        crate::call_member::Calls::new(crate::call_member::CallsSpec {
+            task_id: task_id.clone(),
+            peers,
+            trace: Some(env.trace.clone()),
+            trust: crate::call_member::Trust::of(&work.caller, None),
+            config: crate::call_member::CallConfig::default(),
+            session_deadline: env.deadline,
+        })
+    });
+    let mut tools: Vec<Arc<dyn agent::Tool>> = Vec::new();
+    if let Some(tool) = calls.clone().and_then(crate::call_member::CallMember::new) {
+        tools.push(tool);
+    }
     let mut agent = Agent::new(AgentSpec {
         task_id: task_id.clone(),
         system: env.system.clone(),
         max_turns: env.max_turns,
-        tools: Vec::new(),
+        tools,
         transport,
         trace: Some(env.trace.clone()),
     });
+    if let Some(calls) = calls {
+        agent = agent.with_turn_end(calls);
+    }
     loop {
         let outcome = agent.send(&text, &cancel).await;
         let Outcome::InputRequired { question } = &outcome else {
