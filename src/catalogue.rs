@@ -287,6 +287,6 @@ mod tests {
     #[test]
     fn lookup_ignores_case() {
         assert_eq!(lookup("e-ros-001").unwrap().code, E_ROS_001);
-        assert!(lookup("E-XXX-999").is_none());
+        assert!(lookup("E-NO-999").is_none());
     }
 }
