@@ -461,19 +461,23 @@ impl Live {
             }
         }
         let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+        let store = self.door.store().clone();
         let cause = loop {
             let idle_at = match (&running, lifecycle.idle_timeout) {
                 (None, Some(t)) => idle_since + t,
                 _ => far,
             };
-            let busy = running.is_some();
+            // Busy means a task is live on the door, judged when the end arrives: a task
+            // the door already reports ended is not running, even while its runner
+            // still writes its last record.
+            let busy = || store.live() > 0;
             tokio::select! {
                 biased;
-                _ = signals.next() => break Cause::Sigterm { busy },
-                Some(()) = on_stop.recv() => break Cause::Sigterm { busy },
+                _ = signals.next() => break Cause::Sigterm { busy: busy() },
+                Some(()) = on_stop.recv() => break Cause::Sigterm { busy: busy() },
                 _ = async { lifeline.as_mut().expect("guarded").await }, if lifeline.is_some() => {
                     lifeline = None;
-                    break Cause::Lifeline { busy };
+                    break Cause::Lifeline { busy: busy() };
                 }
                 _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
                     break Cause::Deadline;
