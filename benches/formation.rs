@@ -15,6 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 const SIZES: [usize; 3] = [2, 8, 32];
 const RUNS: usize = 5;
+/// The busy entry member's harness: reads its task and works on it for a minute.
+const BUSY_HARNESS: &str = "busy-harness.sh";
 
 fn mur(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mur"));
@@ -22,9 +24,15 @@ fn mur(home: &Path) -> Command {
     cmd
 }
 
-/// A project whose entry member `m00` may call every other member.
-fn project(home: &Path, members: usize) -> PathBuf {
-    let project = home.join(format!("project-{members}"));
+/// A project whose entry member `m00` may call every other member. With `busy`, the
+/// entry member's harness (process transport) works on its task for a minute.
+fn project(home: &Path, members: usize, busy: bool) -> PathBuf {
+    let tag = if busy {
+        format!("{members}-busy")
+    } else {
+        members.to_string()
+    };
+    let project = home.join(format!("project-{tag}"));
     let mut roster = String::from("roster_version: 1\nmembers:\n");
     let mut folders = Vec::new();
     for i in 0..members {
@@ -36,17 +44,23 @@ fn project(home: &Path, members: usize) -> PathBuf {
         } else {
             "exports:\n  peer_tasks:\n    accept: true\n"
         };
+        let agent = if busy && i == 0 {
+            std::fs::write(folder.join(BUSY_HARNESS), "read task\nsleep 60\n").unwrap();
+            format!("agent:\n  transport: process\n  command: [sh, {BUSY_HARNESS}]\n")
+        } else {
+            "agent:\n  transport: builtin\n".to_string()
+        };
         std::fs::write(
             folder.join("murmur.yaml"),
             format!(
-                "name: b{members}-{name}\nversion: 1.0.0\ndescription: Bench member.\nagent:\n  transport: builtin\n\
+                "name: b{tag}-{name}\nversion: 1.0.0\ndescription: Bench member.\n{agent}\
                  network:\n  authentication: {{}}\n{peer}"
             ),
         )
         .unwrap();
         folders.push(folder);
         roster.push_str(&format!(
-            "  - name: {name}\n    capsule: local/b{members}-{name}\n    version: 1.0.0\n{}",
+            "  - name: {name}\n    capsule: local/b{tag}-{name}\n    version: 1.0.0\n{}",
             if i == 0 { "    entry: true\n" } else { "" }
         ));
     }
@@ -106,7 +120,7 @@ fn main() {
         "formation launch: spawn of `mur run --roster --task` to the entry member's task starting"
     );
     for members in SIZES {
-        let project = project(&home, members);
+        let project = project(&home, members, false);
         let mut launch = Vec::new();
         for _ in 0..RUNS {
             let started = SystemTime::now();
@@ -142,13 +156,22 @@ fn main() {
         );
     }
 
-    println!("teardown: SIGKILL of the launcher to the last member gone (idle formation)");
-    for members in [2, 8] {
-        let project = home.join(format!("project-{members}"));
+    println!("teardown: SIGKILL of the launcher to the last member gone");
+    for (members, busy) in [(2, false), (8, false), (2, true), (8, true)] {
+        let project = if busy {
+            project(&home, members, true)
+        } else {
+            home.join(format!("project-{members}"))
+        };
+        let args: &[&str] = if busy {
+            &["run", "--roster", "--task", "Work."]
+        } else {
+            &["run", "--roster"]
+        };
         let mut took = Vec::new();
         for _ in 0..RUNS {
             let mut launcher = mur(&home)
-                .args(["run", "--roster"])
+                .args(args)
                 .current_dir(&project)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -171,7 +194,7 @@ fn main() {
                             .collect()
                     })
                     .unwrap_or_default();
-                if pids.len() == members {
+                if pids.len() == members && (!busy || harness_running()) {
                     break pids;
                 }
                 assert!(Instant::now() < until, "the formation never came up");
@@ -190,7 +213,9 @@ fn main() {
                             .starts_with('Z')
                     })
                 });
-                if !alive {
+                // Busy: the entry member's harness must be gone too.
+                let harness_left = busy && harness_running();
+                if !alive && !harness_left {
                     break;
                 }
                 assert!(
@@ -201,6 +226,26 @@ fn main() {
             }
             took.push(killed.elapsed());
         }
-        println!("  {members:>2} members: median {:>8.1?}", median(took));
+        let state = if busy {
+            "busy (entry member mid-task)"
+        } else {
+            "idle"
+        };
+        println!(
+            "  {members:>2} members, {state}: median {:>8.1?}",
+            median(took)
+        );
     }
+}
+
+/// Whether the busy entry member's harness is running (its task has started).
+fn harness_running() -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(BUSY_HARNESS))
+        })
 }
