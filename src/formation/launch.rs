@@ -424,36 +424,7 @@ async fn stop_all(members: &mut [Started]) -> Vec<Option<std::process::ExitStatu
     }
     let grace = timing::scaled(timing::WIND_DOWN_KILL);
     let stops = members.iter_mut().map(|m| m.reap(grace));
-    futures_join_all(stops).await
-}
-
-/// Runs the futures concurrently and collects their outputs in order.
-async fn futures_join_all<F: std::future::Future>(
-    futures: impl Iterator<Item = F>,
-) -> Vec<F::Output> {
-    let mut futures: Vec<_> = futures.map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = (0..futures.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut done = true;
-        for (i, f) in futures.iter_mut().enumerate() {
-            if outputs[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => outputs[i] = Some(v),
-                    std::task::Poll::Pending => done = false,
-                }
-            }
-        }
-        if done {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await;
-    outputs
-        .into_iter()
-        .map(|o| o.expect("every future finished"))
-        .collect()
+    futures_util::future::join_all(stops).await
 }
 
 /// The entry member's status as the launcher's: its code, or 128 + the signal.

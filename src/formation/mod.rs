@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::admission::{self, Admitted};
-use crate::catalogue::E_RUN_046;
+use crate::catalogue::{E_RUN_002, E_RUN_046};
 use crate::diag::stderr_line;
 use crate::diag::{Diagnostic, Result};
 use crate::retention::Policy;
@@ -59,7 +59,7 @@ pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Diagnostic::new(E_RUN_046, format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| Diagnostic::new(E_RUN_002, format!("cannot start the runtime: {e}")))?;
     Ok(runtime.block_on(launch::launch(
         &plan,
         &options,
