@@ -49,10 +49,6 @@ e2e-image mur="":
     cp /bin/busybox /usr/bin/tini-static target/e2e-image/
     cp -r docker/e2e target/e2e-image/e2e
     DOCKER_BUILDKIT=0 docker build -q -t mur-e2e:local -f docker/e2e.Dockerfile target/e2e-image
-    cp target/x86_64-unknown-linux-musl/release/mur target/e2e-image/mur
-    cp /bin/busybox /usr/bin/tini-static target/e2e-image/
-    cp -r docker/e2e target/e2e-image/e2e
-    DOCKER_BUILDKIT=0 docker build -q -t mur-e2e:local -f docker/e2e.Dockerfile target/e2e-image
 
 # Python a2a-sdk in .venv, then the door's interop test with it.
 a2a-sdk:
