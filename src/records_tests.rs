@@ -173,12 +173,65 @@ fn completed_results_list_artifacts_and_save_file_bytes_safely() {
         std::fs::read(r.out_dir().join("files/2-2-passwd")).unwrap(),
         b"root"
     );
-    // No temporary file is left beside the result.
-    let names: Vec<_> = std::fs::read_dir(r.out_dir())
+    // Beside the result only the spare it was exchanged with: the previous result.
+    let mut names: Vec<_> = std::fs::read_dir(r.out_dir())
         .unwrap()
-        .map(|e| e.unwrap().file_name())
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(names.len(), 2, "{names:?}");
+    names.sort();
+    assert_eq!(names, [".result.next", "files", "result.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(r.out_dir().join(".result.next")).unwrap(),
+        "canceled: old\n"
+    );
+}
+
+#[test]
+fn each_result_replaces_the_last_whole_whatever_their_lengths() {
+    let root = tempfile::tempdir().unwrap();
+    let r = Records::create_at(root.path().join("ses_1"), "ses_1").unwrap();
+    let long = Outcome::Failed {
+        reason: "x".repeat(5000),
+    };
+    let short = Outcome::Rejected {
+        reason: "no".into(),
+    };
+    for (i, outcome) in [&long, &short, &long, &short, &short]
+        .into_iter()
+        .enumerate()
+    {
+        r.write_result(outcome, "").unwrap();
+        let want = result_text(outcome, "", &[]);
+        assert_eq!(
+            std::fs::read_to_string(r.result_path()).unwrap(),
+            want,
+            "result {i}"
+        );
+        let mode = std::fs::metadata(r.result_path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
+
+#[test]
+fn a_symlink_planted_as_the_spare_is_not_followed() {
+    let root = tempfile::tempdir().unwrap();
+    let r = Records::create_at(root.path().join("ses_1"), "ses_1").unwrap();
+    let victim = root.path().join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, r.out_dir().join(".result.next")).unwrap();
+    let err = r
+        .write_result(
+            &Outcome::Rejected {
+                reason: "no".into(),
+            },
+            "",
+        )
+        .unwrap_err();
+    assert_eq!(err.code, catalogue::E_REC_001);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -370,6 +370,19 @@ pub struct TraceWriter {
     path: PathBuf,
     inner: Mutex<Inner>,
     secrets: Mutex<Vec<String>>,
+    tap: OnceLock<Tap>,
+}
+
+/// Where each record goes besides the file (`murmur.WatchSession`): handed every line
+/// (without its newline) in `seq` order, under the writer's lock.
+struct Tap(Box<TapFn>);
+
+type TapFn = dyn Fn(&[u8]) + Send + Sync;
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap")
+    }
 }
 
 #[derive(Debug)]
@@ -406,7 +419,14 @@ impl TraceWriter {
             path: path.to_path_buf(),
             inner: Mutex::new(Inner { file, seq }),
             secrets: Mutex::new(Vec::new()),
+            tap: OnceLock::new(),
         }
+    }
+
+    /// Hands every record written from now on to `tap` as well, once it is in the
+    /// file, in order. Set once; a second tap is ignored.
+    pub fn tap(&self, tap: impl Fn(&[u8]) + Send + Sync + 'static) {
+        let _ = self.tap.set(Tap(Box::new(tap)));
     }
 
     pub fn path(&self) -> &Path {
@@ -460,6 +480,9 @@ impl TraceWriter {
             .and_then(|()| inner.file.flush())
             .map_err(|e| write_error(&self.path, &e))?;
         inner.seq = record.seq;
+        if let Some(tap) = self.tap.get() {
+            (tap.0)(&line[..line.len() - 1]);
+        }
         Ok(record)
     }
 

@@ -130,7 +130,6 @@ async fn send_message(
             s.store.fail_unhanded(&task_id);
             return Err(RpcError::internal("the session is not taking tasks"));
         }
-        drop(created.events);
         (task_id, created.state)
     };
     if streaming {

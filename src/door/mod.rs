@@ -259,6 +259,15 @@ impl SessionEvents {
     pub fn publish(&self, event: serde_json::Value) {
         let _ = self.tx.send(event);
     }
+
+    /// Publishes one JSON text (a trace line); parsed only when someone watches.
+    pub fn publish_json(&self, json: &[u8]) {
+        if self.tx.receiver_count() > 0
+            && let Ok(event) = serde_json::from_slice(json)
+        {
+            self.publish(event);
+        }
+    }
 }
 
 /// A running door. Dropping it (or [`Door::shutdown`]) stops it.

@@ -43,9 +43,11 @@ fn watch(s: &Arc<Shared>, call: Call) -> Response {
     tokio::spawn(async move {
         loop {
             let event = tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tx.closed() => return,
+                biased;
                 e = events.recv() => e,
+                _ = tx.closed() => return,
+                // Everything published before the door closed has been sent.
+                _ = shutdown.cancelled() => return,
             };
             let data = match event {
                 Ok(event) => frame(&id, event),

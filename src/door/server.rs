@@ -144,16 +144,35 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
                     .timer(TokioTimer::new())
                     .header_read_timeout(limits.header_read_timeout);
                 let conn = builder.serve_connection(TokioIo::new(stream), service);
+                let shutdown = shutdown.clone();
                 conns.spawn(async move {
-                    let _ = conn.await;
+                    let mut conn = std::pin::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = shutdown.cancelled() => {
+                            // Idle connections close now; a response under way (a
+                            // watcher's stream draining) finishes first.
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
                     drop(permit);
                 });
             }
         }
     }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+    // Streams end once their tasks have; one that does not within the grace is cut.
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while conns.join_next().await.is_some() {}
+    });
+    if drained.await.is_err() {
+        conns.abort_all();
+        while conns.join_next().await.is_some() {}
+    }
 }
+
+/// How long the door waits, when it shuts down, for responses under way to finish.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn card(State(s): State<Arc<Shared>>) -> Response {
     (

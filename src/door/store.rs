@@ -51,9 +51,10 @@ struct Entry {
     task: Task,
     owner: Credential,
     rev: u64,
-    /// `None` once the task ended: a broadcast channel holds its whole buffer for as
-    /// long as it lives, so an ended task drops its sender (live streams still drain
-    /// what was sent, then close) instead of keeping ~90 KiB per remembered task.
+    /// Made by the first subscriber, and `None` again once the task ended: a broadcast
+    /// channel holds its whole buffer (~90 KiB) for as long as it lives, so a task no
+    /// one streams never makes one, and an ended task drops its sender (live streams
+    /// still drain what was sent, then close).
     events: Option<broadcast::Sender<StreamResponse>>,
     state: watch::Sender<TaskState>,
     cancel: CancellationToken,
@@ -71,7 +72,6 @@ pub struct TaskEnded(pub String);
 pub(crate) struct Created {
     pub handle: TaskHandle,
     pub snapshot: Task,
-    pub events: broadcast::Receiver<StreamResponse>,
     pub state: watch::Receiver<TaskState>,
 }
 
@@ -185,7 +185,6 @@ impl TaskStore {
             history: Some(vec![message]),
             metadata: None,
         };
-        let (events, events_rx) = broadcast::channel(EVENT_BUFFER);
         let (state_tx, state_rx) = watch::channel(TaskState::Submitted);
         let cancel = CancellationToken::new();
         let rev = state.next_rev;
@@ -205,7 +204,7 @@ impl TaskStore {
                 task,
                 owner,
                 rev,
-                events: Some(events),
+                events: None,
                 state: state_tx,
                 cancel,
                 reply: None,
@@ -215,7 +214,6 @@ impl TaskStore {
         Ok(Created {
             handle: TaskHandle { inner },
             snapshot,
-            events: events_rx,
             state: state_rx,
         })
     }
@@ -239,12 +237,18 @@ impl TaskStore {
         caller: &Credential,
         id: &str,
     ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
-        let state = self.lock();
-        let entry = visible(&state, caller, id)?;
+        let mut state = self.lock();
+        visible(&state, caller, id)?;
+        let entry = state.tasks.get_mut(id).expect("visible");
         let events = match &entry.events {
             Some(sender) => sender.subscribe(),
             // An ended task: a subscription that is already closed.
-            None => broadcast::channel(1).1,
+            None if entry.task.status.state.is_terminal() => broadcast::channel(1).1,
+            None => {
+                let (sender, receiver) = broadcast::channel(EVENT_BUFFER);
+                entry.events = Some(sender);
+                receiver
+            }
         };
         Ok((entry.task.clone(), events))
     }
@@ -670,7 +674,12 @@ mod tests {
             .create(Credential::Operator, Message::text(Role::User, "x"))
             .unwrap();
         let id = c.handle.id().to_string();
+        assert!(
+            store.lock().tasks[&id].events.is_none(),
+            "no buffer until someone streams the task"
+        );
         let (_, mut live) = store.subscribe(&Credential::Operator, &id).unwrap();
+        assert!(store.lock().tasks[&id].events.is_some());
         c.handle.complete("done").unwrap();
         assert!(
             store.lock().tasks[&id].events.is_none(),

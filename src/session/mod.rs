@@ -14,7 +14,6 @@
 //! - [`task`]: one task through the agent loop;
 //! - [`ends`]: how a session ends (signals, lifeline, deadline) and what it exits with;
 //! - [`retain`]: `trace.retain` over the capsule's earlier sessions;
-//! - [`watch`]: the trace, published to `murmur.WatchSession` watchers;
 //! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
 
 pub mod capsule;
@@ -26,7 +25,6 @@ pub mod resume;
 pub mod retain;
 pub mod serve;
 pub mod task;
-pub mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -139,8 +137,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     // A member of a formation leaves this to its launcher (MURMUR_HOST_WARNINGS_REPORTED).
     crate::host::report_unless_reported();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("cannot start a runtime: {e}")))?;

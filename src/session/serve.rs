@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime};
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::capsule::{self, Capsule};
 use super::ends::{self, Cause, Signals};
@@ -19,7 +18,7 @@ use super::task::{self, TaskEnv};
 use super::{Acceptance, AfterTask, IdleTimeout, RunArgs};
 use crate::a2a::{self, Message, Role};
 use crate::agent::{PromptParts, TransportConfig};
-use crate::catalogue::E_RUN_002;
+use crate::catalogue::{self, E_RUN_002};
 use crate::diag::{Diagnostic, Result};
 use crate::door::{self, Credential, Door, DoorConfig, Work, WorkReceiver};
 use crate::manifest::{self, Transport};
@@ -173,8 +172,6 @@ struct Live {
     env: Arc<TaskEnv>,
     out: Arc<Output>,
     formation_id: Option<String>,
-    /// The trace follower publishing to murmur.WatchSession, and how to stop it.
-    watch: (CancellationToken, JoinHandle<()>),
     /// `trace.retain`, applied to the project's sessions at the end.
     retain: manifest::Retain,
 }
@@ -186,13 +183,6 @@ impl Stage<'_> {
             None => records::new_session_id(),
         };
         let formation_id = self.member.as_ref().map(|m| m.formation_id.clone());
-        // A resumed session's watchers get only its own records.
-        let trace_offset = match &self.resumed {
-            Some(r) => {
-                std::fs::metadata(r.records_dir.join(trace::FILE_NAME)).map_or(0, |m| m.len())
-            }
-            None => 0,
-        };
         let (records, trace, murmur_md) = self.records(&session_id)?;
         self.out
             .set_bootstrap_log(records.logs_dir().join(BOOTSTRAP_LOG));
@@ -216,16 +206,23 @@ impl Stage<'_> {
             formation_id: formation_id.clone().or(self.unbound_formation.clone()),
             formation_member: self.member.as_ref().map(|m| m.name.clone()),
         };
+        let flusher = match records.flusher() {
+            Ok(f) => f,
+            Err(e) => {
+                let d = Diagnostic::new(
+                    catalogue::E_REC_001,
+                    format!("cannot start the records' flush thread: {e}"),
+                );
+                return Ok(fail_early(&trace, &self.out, &d));
+            }
+        };
         if let Err(d) = running.register(&record, &token) {
             return Ok(fail_early(&trace, &self.out, &d));
         }
-        let watch_stop = CancellationToken::new();
-        let watch = super::watch::follow(
-            records.trace_path(),
-            trace_offset,
-            door.events().clone(),
-            watch_stop.clone(),
-        );
+        // murmur.WatchSession: each record as it is written (a resumed session's
+        // watchers get only its own).
+        let events = door.events().clone();
+        trace.tap(move |line| events.publish_json(line));
         let env = Arc::new(TaskEnv {
             trace: trace.clone(),
             transport: self.transport(&records),
@@ -245,6 +242,7 @@ impl Stage<'_> {
                 self.resumed.as_ref().map(|r| r.earlier.as_str()),
             ),
             records,
+            flusher,
             max_turns: self.capsule.manifest.inference.max_turns,
             out: self.out.clone(),
             peers: self.member.as_ref().map(|m| {
@@ -264,7 +262,6 @@ impl Stage<'_> {
             env,
             out: self.out.clone(),
             formation_id,
-            watch: (watch_stop, watch),
             retain: self.capsule.manifest.trace.retain.clone(),
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
@@ -593,6 +590,12 @@ impl Live {
             exit_code: exit.code,
             error_code: exit.error.map(|c| c.as_str().to_string()),
         });
+        // The records on disk before the session says it has ended.
+        let env = self.env.clone();
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || env.flusher.flush()).await {
+            self.out
+                .diag(&Diagnostic::new(catalogue::E_REC_001, e).to_string());
+        }
         let _ = self.running.remove(&self.session_id);
         // When ~/.murmur/running/ cannot be read every session counts as running:
         // nothing is removed.
@@ -607,10 +610,8 @@ impl Live {
                 self.out.diag(&removed.line());
             }
         }
-        // Watchers get every record, session_end included, before the door closes.
-        let (stop, follower) = self.watch;
-        stop.cancel();
-        let _ = follower.await;
+        // Watchers have had every record, session_end included: the door lets their
+        // streams drain before it closes.
         self.door.shutdown().await;
         self.out
             .diag(&format!("status: {}", ends::status_word(exit.status)));

@@ -23,9 +23,18 @@ pub struct TaskEnv {
     pub peers: Option<Arc<crate::call_member::Peers>>,
     /// The session's deadline: no busy member is offered a task past it.
     pub deadline: Option<tokio::time::Instant>,
+    /// Makes the trace and out/result.txt durable off the task's path.
+    pub flusher: crate::records::Flusher,
 }
 
 impl TaskEnv {
+    /// out/result.txt, then a mark for the flusher.
+    fn write_result(&self, outcome: &Outcome, cancel_reason: &str) -> crate::diag::Result<()> {
+        let written = self.records.write_result(outcome, cancel_reason);
+        self.flusher.mark();
+        written
+    }
+
     /// The system prompt: the `[Capsule]` block on http, the instructions, MURMUR.md,
     /// and for a resumed session what was said before.
     pub fn system_prompt(parts: &PromptParts, earlier: Option<&str>) -> String {
@@ -126,7 +135,7 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
             TaskState::InputRequired,
             Some(question.clone()),
         );
-        if let Err(d) = env.records.write_result(&outcome, "") {
+        if let Err(d) = env.write_result(&outcome, "") {
             env.out.diag(&d.to_string());
         }
         match handle.input_required(question.clone()).await {
@@ -154,7 +163,7 @@ fn finish(env: &TaskEnv, handle: &TaskHandle, from: TaskState, outcome: Outcome)
     // result.txt first, so a caller that sees the task end finds its result; it is
     // written again below if the door canceled the task meanwhile.
     if !matches!(outcome, Outcome::Canceled)
-        && let Err(d) = env.records.write_result(&outcome, "")
+        && let Err(d) = env.write_result(&outcome, "")
     {
         env.out.diag(&d.to_string());
     }
@@ -188,11 +197,7 @@ fn finish(env: &TaskEnv, handle: &TaskHandle, from: TaskState, outcome: Outcome)
             .unwrap_or_else(|| "canceled".to_string());
         (Outcome::Canceled, Some(why))
     };
-    if !reported
-        && let Err(d) = env
-            .records
-            .write_result(&outcome, reason.as_deref().unwrap_or(""))
-    {
+    if !reported && let Err(d) = env.write_result(&outcome, reason.as_deref().unwrap_or("")) {
         env.out.diag(&d.to_string());
     }
     let to = outcome.state();
