@@ -252,20 +252,6 @@ fn send_body() -> Value {
         "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}})
 }
 
-async fn post(client: &reqwest::Client, server: &Server, body: Vec<u8>) -> Value {
-    let resp = client
-        .post(&server.url)
-        .bearer_auth(&server.token)
-        .header("content-type", "application/json")
-        .header("a2a-version", "1.0")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
-}
-
 /// A throughput run: requests/s, and the server's CPU µs per request.
 struct Rate {
     requests: u64,
@@ -275,17 +261,14 @@ struct Rate {
 
 /// One kept-alive HTTP/1.1 connection, reading answers by their Content-Length.
 struct Conn {
-    stream: TcpStream,
+    stream: tokio::net::TcpStream,
     buf: Vec<u8>,
 }
 
 impl Conn {
-    fn open(addr: &str) -> Conn {
-        let stream = TcpStream::connect(addr).unwrap();
+    async fn open(addr: &str) -> Conn {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         stream.set_nodelay(true).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
         Conn {
             stream,
             buf: Vec::with_capacity(16 * 1024),
@@ -293,12 +276,13 @@ impl Conn {
     }
 
     /// Sends `request`; the answer's body, which must come with status 200.
-    fn call(&mut self, request: &[u8]) -> &[u8] {
-        self.stream.write_all(request).unwrap();
+    async fn call(&mut self, request: &[u8]) -> &[u8] {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        self.stream.write_all(request).await.unwrap();
         self.buf.clear();
         let mut chunk = [0u8; 16 * 1024];
         let (head, length) = loop {
-            let n = self.stream.read(&mut chunk).unwrap();
+            let n = self.stream.read(&mut chunk).await.unwrap();
             assert!(n > 0, "the server closed the connection");
             self.buf.extend_from_slice(&chunk[..n]);
             if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -315,7 +299,7 @@ impl Conn {
             }
         };
         while self.buf.len() < head + length {
-            let n = self.stream.read(&mut chunk).unwrap();
+            let n = self.stream.read(&mut chunk).await.unwrap();
             assert!(n > 0, "the server closed the connection");
             self.buf.extend_from_slice(&chunk[..n]);
         }
@@ -323,30 +307,9 @@ impl Conn {
     }
 }
 
-/// `CONNECTIONS` callers send `method` (SendMessage, or GetTask of one finished task)
-/// for `run`; every answer must be a JSON-RPC result, never an error.
-async fn throughput(server: &Server, method: &str, run: Duration) -> Rate {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(CONNECTIONS)
-        .build()
-        .unwrap();
-    let first = post(&client, server, serde_json::to_vec(&send_body()).unwrap()).await;
-    let task = &first["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
-    let body = if method == "GetTask" {
-        json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}})
-    } else {
-        send_body()
-    };
-    let body = serde_json::to_vec(&body).unwrap();
-    let addr = server
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
-    // The same request bytes every time, on a kept-alive connection: the callers
-    // cost one write and a read or two per request, so the servers, not the client,
-    // set the pace (a pooled HTTP client took as much CPU as the faster server).
+/// The bytes of one POST of `body` to `server`, with its bearer token.
+fn request(server: &Server, addr: &str, body: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(body).unwrap();
     let mut request = format!(
         "POST / HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
          Content-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n",
@@ -355,31 +318,64 @@ async fn throughput(server: &Server, method: &str, run: Duration) -> Rate {
     )
     .into_bytes();
     request.extend_from_slice(&body);
-    let request = Arc::new(request);
+    request
+}
+
+/// `CONNECTIONS` callers send `method` (SendMessage, or GetTask of one finished task)
+/// for `run`; every answer must be a JSON-RPC result, never an error.
+///
+/// The callers are one thread multiplexing kept-alive connections (as wrk does),
+/// each sending the same request bytes: a request costs the client a write and a
+/// read or two, so on two cores the servers, not the client, set the pace.
+fn throughput(server: &Server, method: &str, run: Duration) -> Rate {
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let first = rt.block_on(async {
+        let mut conn = Conn::open(&addr).await;
+        let answer = conn.call(&request(server, &addr, &send_body())).await;
+        serde_json::from_slice::<Value>(answer).unwrap()
+    });
+    let task = &first["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
+    let body = if method == "GetTask" {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}})
+    } else {
+        send_body()
+    };
+    let request = Arc::new(request(server, &addr, &body));
     let done = Arc::new(AtomicU64::new(0));
     let cpu_start = cpu_of(server.pid());
     let start = Instant::now();
     let deadline = start + run;
-    let callers: Vec<_> = (0..CONNECTIONS)
-        .map(|_| {
-            let (addr, request, done) = (addr.clone(), request.clone(), done.clone());
-            std::thread::spawn(move || {
-                let mut conn = Conn::open(&addr);
-                while Instant::now() < deadline && done.load(Ordering::Relaxed) < MAX_REQUESTS {
-                    let answer = conn.call(&request);
-                    assert!(
-                        !answer.windows(8).any(|w| w == b"\"error\":"),
-                        "{}",
-                        String::from_utf8_lossy(answer)
-                    );
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
+    rt.block_on(async {
+        let callers: Vec<_> = (0..CONNECTIONS)
+            .map(|_| {
+                let (addr, request, done) = (addr.clone(), request.clone(), done.clone());
+                tokio::spawn(async move {
+                    let mut conn = Conn::open(&addr).await;
+                    while Instant::now() < deadline && done.load(Ordering::Relaxed) < MAX_REQUESTS {
+                        let answer = conn.call(&request).await;
+                        assert!(
+                            !answer.windows(8).any(|w| w == b"\"error\":"),
+                            "{}",
+                            String::from_utf8_lossy(answer)
+                        );
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
             })
-        })
-        .collect();
-    for c in callers {
-        c.join().unwrap();
-    }
+            .collect();
+        for c in callers {
+            c.await.unwrap();
+        }
+    });
     let elapsed = start.elapsed().as_secs_f64();
     let n = done.load(Ordering::Relaxed) as f64;
     let cpu = (cpu_of(server.pid()) - cpu_start).as_secs_f64();
@@ -410,16 +406,8 @@ fn measure(start: impl Fn() -> (Server, Duration), run: Duration) -> Measured {
     // Let start-up's last allocations settle before reading the idle footprint.
     std::thread::sleep(Duration::from_millis(500));
     let idle_rss = vm_rss_mib(server.pid());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (send, get) = rt.block_on(async {
-        let send = throughput(&server, "SendMessage", run).await;
-        let get = throughput(&server, "GetTask", run).await;
-        (send, get)
-    });
+    let send = throughput(&server, "SendMessage", run);
+    let get = throughput(&server, "GetTask", run);
     let rss_after = vm_rss_mib(server.pid());
     Measured {
         start_up: median(times),
@@ -436,12 +424,7 @@ fn tmpfs_send(run: Duration) -> Option<Rate> {
     let home = home.path().canonicalize().unwrap();
     let project = project(&home);
     let (server, _) = start_mur(&home, &project);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let rate = rt.block_on(throughput(&server, "SendMessage", run));
+    let rate = throughput(&server, "SendMessage", run);
     drop(server);
     Some(rate)
 }
@@ -462,8 +445,8 @@ fn main() {
     let load_before = load();
 
     let m = measure(|| start_mur(&home, &project), run);
-    // Each task's out/result.txt is fsynced before the task ends; the same session
-    // with its records on tmpfs shows what that costs.
+    // Results and traces are fsynced in the background (records::Flusher); the same
+    // session with its records on tmpfs shows what that costs.
     let tmpfs = tmpfs_send(run);
     let py = match python_with_sdk() {
         Ok(python) => Ok(measure(|| start_python(&python), run)),

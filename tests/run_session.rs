@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use run_support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn capsule_args(name: &str) -> [String; 4] {
     [
@@ -547,6 +547,23 @@ fn watch_session_streams_every_trace_record_until_the_door_closes() {
     assert_eq!(s.wait(Duration::from_secs(30)).0, 0);
     events.push_str(&rest);
     assert!(!events.contains(&token));
+    // Nothing written before the door shut is lost: the watcher got every record
+    // from its first to session_end, in order, the same as the trace holds.
+    let watched: Vec<Value> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["result"].clone())
+        .collect();
+    let first = watched.first().expect("no event watched")["seq"]
+        .as_u64()
+        .unwrap();
+    let trace: Vec<Value> = w
+        .trace(&id)
+        .into_iter()
+        .filter(|r| r["seq"].as_u64().unwrap() >= first)
+        .collect();
+    assert_eq!(watched, trace, "{events}");
+    assert_eq!(watched.last().unwrap()["type"], "session_end");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Durability of a session's records, off the task's path. A task's result is written
-//! atomically (a temporary file renamed over out/result.txt) without waiting for the
+//! whole (into a spare file swapped with out/result.txt) without waiting for the
 //! disk; this thread then `fdatasync`s the records in rounds. Results that end during
 //! one round share the next, so one slow disk flush never holds back the next task
 //! (group commit). Rounds start at most every [`ROUND_GAP`], so a busy session syncs
@@ -40,6 +40,9 @@ struct State {
     closing: bool,
     /// A [`Flusher::flush`] is waiting: the next round starts at once.
     urgent: bool,
+    /// The thread waits for a first mark; only then does a mark need to wake it
+    /// (a wake per task would cost a context switch per task).
+    idle: bool,
     /// The first failure, kept until a flush reports it.
     error: Option<String>,
 }
@@ -69,7 +72,10 @@ impl Flusher {
     pub fn mark(&self) {
         let mut state = lock(&self.shared.state);
         state.marked += 1;
-        self.shared.work.notify_one();
+        if state.idle {
+            state.idle = false;
+            self.shared.work.notify_one();
+        }
     }
 
     /// Waits until every mark made before this call is on disk. Blocks the calling
@@ -112,8 +118,10 @@ fn run(shared: &Shared, paths: &[PathBuf]) {
         let target = {
             let mut state = lock(&shared.state);
             while state.marked == state.synced && !state.closing {
+                state.idle = true;
                 state = shared.work.wait(state).unwrap_or_else(|p| p.into_inner());
             }
+            state.idle = false;
             if state.marked == state.synced {
                 return; // closing, nothing left
             }
