@@ -231,6 +231,9 @@ catalogue! {
     W_RUN_008 = "W-RUN-008", "Callees out of network reach",
         "The roster lets this member call others, but its capabilities.network.allow reaches no door on localhost, so every call it makes fails.",
         "Add `localhost` to capabilities.network.allow.";
+    W_RUN_009 = "W-RUN-009", "Components not run",
+        "The capsule declares WASM tools or hooks; this mur does not run WASM components yet, so the session runs without them (the model is not offered the tools, no hook fires).",
+        "Run the capsule without them, or expect them to do nothing until mur runs WASM components.";
     W_SEC_013 = "W-SEC-013", "Host warning",
         "The host lacks a protection mur relies on; printed once by the launcher for every member.",
         "Read the warning's text for the protection that is missing.";

@@ -653,3 +653,45 @@ fn trace_retain_max_sessions_bounds_the_capsule_s_sessions() {
     );
     assert!(last.contains("(max_sessions)"), "{last}");
 }
+
+#[test]
+fn declared_tools_and_hooks_are_named_in_a_warning_not_silently_dropped() {
+    let w = World::new();
+    let src = w.dir.path().join("src").join("tooled");
+    std::fs::create_dir_all(src.join("tools")).unwrap();
+    std::fs::create_dir_all(src.join("hooks")).unwrap();
+    // A component's header: packing takes any bytes, and this mur never runs them.
+    std::fs::write(src.join("tools/search.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
+    std::fs::write(src.join("hooks/notify.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
+    w.install(
+        "tooled",
+        "tools:\n  - name: search\n    path: tools/search.wasm\n    description: Searches.\n\
+         hooks:\n  - event: task_end\n    path: hooks/notify.wasm\n    async: true\n",
+        None,
+    );
+    let out = w
+        .mur()
+        .arg("run")
+        .args(capsule_args("tooled"))
+        .args(["--task", "Anything."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("W-RUN-009"))
+        .unwrap_or_else(|| panic!("no W-RUN-009: {stderr}"));
+    assert!(line.contains("tool `search`"), "{line}");
+    assert!(line.contains("task_end hook `hooks/notify.wasm`"), "{line}");
+    // A capsule without components hears nothing of it.
+    w.install("plain", "", None);
+    let out = w
+        .mur()
+        .arg("run")
+        .args(capsule_args("plain"))
+        .args(["--task", "Anything."])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("W-RUN-009"));
+}

@@ -110,6 +110,9 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     {
         out.diag(&w.to_string());
     }
+    if let Some(w) = capsule.components_not_run() {
+        out.diag(&w.to_string());
+    }
     let lifecycle = Lifecycle::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),
