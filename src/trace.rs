@@ -68,6 +68,21 @@ pub enum Event {
         /// The task's text, as the agent receives it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
+        /// The task's trust class, `trusted` or `untrusted` (docs/call-member.md,
+        /// Trust); absent in traces written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trust: Option<String>,
+    },
+    /// The door refused a SendMessage because the member was busy (`-32050`); the
+    /// caller's runtime offers the task again (docs/call-member.md, A busy member).
+    /// A public caller's refusals are not recorded.
+    A2aTaskRefused {
+        /// Who was refused: `operator`, `env:<NAME>` or `member:<name>`.
+        credential: String,
+        /// Always `busy` for now.
+        reason: String,
+        /// How many tasks the member held: its running one and its queue.
+        holds: u32,
     },
     /// A task moved from one state to another.
     TaskState {
@@ -159,6 +174,7 @@ impl Event {
         match self {
             Event::SessionStart { .. } => "session_start",
             Event::A2aTaskReceived { .. } => "a2a_task_received",
+            Event::A2aTaskRefused { .. } => "a2a_task_refused",
             Event::TaskState { .. } => "task_state",
             Event::InferenceTurn { .. } => "inference_turn",
             Event::ToolCall { .. } => "tool_call",
@@ -201,12 +217,20 @@ impl std::fmt::Display for Record {
                 task_id,
                 credential,
                 text,
+                trust,
                 ..
-            } => write!(
-                f,
-                "{task_id} from {credential}: {}",
-                cut(text.as_deref().unwrap_or(""))
-            ),
+            } => {
+                write!(f, "{task_id} from {credential}")?;
+                if let Some(trust) = trust {
+                    write!(f, " ({trust})")?;
+                }
+                write!(f, ": {}", cut(text.as_deref().unwrap_or("")))
+            }
+            Event::A2aTaskRefused {
+                credential,
+                reason,
+                holds,
+            } => write!(f, "{credential} refused: {reason} (holds {holds})"),
             Event::TaskState {
                 task_id,
                 from,

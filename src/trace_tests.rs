@@ -27,6 +27,12 @@ fn every_event() -> Vec<Event> {
             context_id: Some("c1".into()),
             credential: "member:planner".into(),
             text: Some("write the parser".into()),
+            trust: Some("trusted".into()),
+        },
+        Event::A2aTaskRefused {
+            credential: "member:planner".into(),
+            reason: "busy".into(),
+            holds: 1,
         },
         Event::TaskState {
             task_id: "t1".into(),
@@ -256,6 +262,7 @@ fn forbidden_session_secrets_are_refused() {
             context_id: None,
             credential: "operator".into(),
             text: Some(format!("my token is {operator}, keep it short")),
+            trust: None,
         })
         .unwrap_err();
     assert_eq!(err.code, catalogue::E_REC_002);
@@ -265,6 +272,7 @@ fn forbidden_session_secrets_are_refused() {
             context_id: None,
             credential: "operator".into(),
             text: Some("keep it short".into()),
+            trust: None,
         })
         .unwrap();
 }
@@ -409,15 +417,49 @@ fn every_record_renders_on_one_line() {
         "14:40:54.123 #1    session_start     ses_0199c4e2f1b7712a9d3e4f5061728394 local/coder 1.2.0 pid 4242 in frm_0199c4e2f1b7712a9d3e4f5061728394 as coder"
     );
     assert_eq!(
+        lines[1],
+        "14:40:54.123 #2    a2a_task_received t1 from member:planner (trusted): write the parser"
+    );
+    assert_eq!(
         lines[2],
-        "14:40:54.123 #3    task_state        t1 working -> input_required: which file?"
+        "14:40:54.123 #3    a2a_task_refused  member:planner refused: busy (holds 1)"
     );
     assert_eq!(
-        lines[10],
-        "14:40:54.123 #11   session_end       canceled exit 1 E-RUN-040"
+        lines[3],
+        "14:40:54.123 #4    task_state        t1 working -> input_required: which file?"
     );
     assert_eq!(
-        lines[7],
-        "14:40:54.123 #8    member_offer      t1 -> reviewer busy (offer 1), again in 250 ms"
+        lines[11],
+        "14:40:54.123 #12   session_end       canceled exit 1 E-RUN-040"
     );
+    assert_eq!(
+        lines[8],
+        "14:40:54.123 #9    member_offer      t1 -> reviewer busy (offer 1), again in 250 ms"
+    );
+}
+
+/// docs/trace.md has a section for every record type, and each section names every
+/// field that type can write, so no record or field goes undocumented.
+#[test]
+fn docs_trace_md_documents_every_record_and_field() {
+    let doc = include_str!("../docs/trace.md");
+    for e in every_event() {
+        let kind = e.kind();
+        let heading = format!("### `{kind}`");
+        let start = doc
+            .find(&heading)
+            .unwrap_or_else(|| panic!("docs/trace.md has no section {heading}"));
+        let rest = &doc[start + heading.len()..];
+        let section = &rest[..rest
+            .find("\n## ")
+            .or(rest.find("\n### "))
+            .unwrap_or(rest.len())];
+        let v = serde_json::to_value(&e).unwrap();
+        for key in v.as_object().unwrap().keys().filter(|k| *k != "type") {
+            assert!(
+                section.contains(&format!("| `{key}` |")),
+                "docs/trace.md, {heading}: no row for the field `{key}`"
+            );
+        }
+    }
 }

@@ -508,6 +508,9 @@ fn a_scaffolded_roster_runs_end_to_end_with_real_members() {
         ]
     );
     assert_eq!(helper[1]["credential"], "member:lead");
+    // The operator's task (--task) is trusted, and so is the part lead handed on.
+    assert_eq!(lead[1]["trust"], "trusted");
+    assert_eq!(helper[1]["trust"], "trusted");
     let lead_types = types(lead);
     assert!(
         lead_types.contains(&"member_call".to_string()),
@@ -581,4 +584,120 @@ fn a_member_with_a_lifeline_leaves_sigint_to_its_launcher() {
     let trace = w.trace(&id);
     assert!(types(&trace).contains(&"formation_ended".to_string()));
     assert_eq!(trace.last().unwrap()["exit_status"], "ok");
+}
+
+/// `mur new --roster team` with both members on process harnesses: `lead` calls
+/// `helper` twice side by side; `helper` holds its first task until `release` exists.
+fn busy_team(w: &World, release: &std::path::Path) -> std::path::PathBuf {
+    let new = w.mur().args(["new", "--roster", "team"]).output().unwrap();
+    assert!(new.status.success());
+    let team = w.proj.join("team");
+    let lead = "IFS= read -r task\n\
+        echo '{\"type\":\"tool_call\",\"calls\":[\
+        {\"id\":\"c1\",\"name\":\"call-member\",\"arguments\":{\"member\":\"helper\",\"task\":\"first part\"}},\
+        {\"id\":\"c2\",\"name\":\"call-member\",\"arguments\":{\"member\":\"helper\",\"task\":\"second part\"}}]}'\n\
+        IFS= read -r r1\nIFS= read -r r2\n\
+        echo '{\"type\":\"message\",\"text\":\"asked\"}'\n\
+        IFS= read -r answers\n\
+        echo '{\"type\":\"message\",\"text\":\"both answered\"}'\n"
+        .to_string();
+    let helper = format!(
+        "IFS= read -r task\n\
+         while [ ! -e '{}' ]; do sleep 0.02; done\n\
+         echo '{{\"type\":\"message\",\"text\":\"part done\"}}'\n",
+        release.display()
+    );
+    for (member, script) in [("lead", lead), ("helper", helper)] {
+        let dir = team.join(member);
+        let manifest = std::fs::read_to_string(dir.join("murmur.yaml")).unwrap();
+        let manifest = manifest.replace(
+            "  transport: builtin",
+            "  transport: process\n  command: [\"sh\", \"harness.sh\"]",
+        );
+        std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+        std::fs::write(dir.join("harness.sh"), script).unwrap();
+    }
+    let mut install = w.mur();
+    install
+        .current_dir(&team)
+        .args(["install", "lead", "helper"]);
+    let out = install.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    team
+}
+
+/// The member's trace in a live formation, once a record satisfies `pred`.
+fn wait_for_record(w: &World, member: &str, pred: impl Fn(&serde_json::Value) -> bool) {
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = w.sessions().iter().any(|id| {
+            let t = w.trace(id);
+            t.first().is_some_and(|s| s["formation_member"] == member) && t.iter().any(&pred)
+        });
+        if found {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no such record at {member}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_busy_member_records_each_refusal_and_takes_the_task_once_free() {
+    let w = World::new();
+    let release = w.dir.path().join("release");
+    let team = busy_team(&w, &release);
+    let mut run = w.mur();
+    run.current_dir(&team)
+        .args(["run", "--roster", "--task", "Split it."])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = run.spawn().unwrap();
+    // helper holds the first part; the second was refused as busy, at helper's door.
+    wait_for_record(&w, "helper", |r| r["type"] == "a2a_task_refused");
+    std::fs::write(&release, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("both answered"));
+    let traces: Vec<_> = w.sessions().iter().map(|id| w.trace(id)).collect();
+    let of = |m: &str| {
+        traces
+            .iter()
+            .find(|t| t[0]["formation_member"] == m)
+            .unwrap()
+            .clone()
+    };
+    let (lead, helper) = (of("lead"), of("helper"));
+    let refused: Vec<_> = helper
+        .iter()
+        .filter(|r| r["type"] == "a2a_task_refused")
+        .collect();
+    assert!(!refused.is_empty());
+    for r in &refused {
+        assert_eq!(r["credential"], "member:lead", "{r}");
+        assert_eq!(r["reason"], "busy", "{r}");
+        assert_eq!(r["holds"], 1, "{r}");
+    }
+    // Each refusal is one of the offers lead recorded, and both parts were taken,
+    // each from lead, trusted: lead's task came from the operator (--task).
+    let offers = lead.iter().filter(|r| r["type"] == "member_offer").count();
+    assert_eq!(offers, refused.len(), "{lead:?}");
+    let received: Vec<_> = helper
+        .iter()
+        .filter(|r| r["type"] == "a2a_task_received")
+        .collect();
+    assert_eq!(received.len(), 2);
+    for r in received {
+        assert_eq!(r["credential"], "member:lead", "{r}");
+        assert_eq!(r["trust"], "trusted", "{r}");
+    }
+    assert_eq!(lead[1]["trust"], "trusted");
 }

@@ -22,52 +22,12 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::agent::{self, BoxFuture, Tool, ToolCall, ToolOutput};
-use crate::door::Credential;
 
 pub use calls::{Calls, CallsSpec};
 pub use fence::Answer;
 pub use peers::{PEERS_ENV, Peers, VIRTUAL_DOMAIN, peers_env, reaches};
 
-/// The request header naming where a task came from; call-member stamps `peer`.
-pub const ORIGIN_HEADER: &str = "x-murmur-task-origin";
-/// The request header carrying the trust class of the calling task.
-pub const TRUST_HEADER: &str = "x-murmur-task-trust";
-/// The origin call-member stamps: the task comes from a peer member.
-pub const ORIGIN_PEER: &str = "peer";
-
-/// The trust class of a task, stamped on every call it makes
-/// (`x-murmur-task-trust`). A chain is only as trusted as the task at its root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trust {
-    /// Started by the session's operator (`--task`, the operator token) or by a
-    /// credential the capsule declared (`network.authentication.bearer_env`).
-    Trusted,
-    /// Started by an anonymous caller of a public door, or by nothing known.
-    Untrusted,
-}
-
-impl Trust {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trust::Trusted => "trusted",
-            Trust::Untrusted => "untrusted",
-        }
-    }
-
-    /// The class of a task the door accepted from `caller`. A task a member started
-    /// carries the class its caller stamped (`stamped`, read from
-    /// `x-murmur-task-trust` on a formation-token request); absent, it is untrusted.
-    pub fn of(caller: &Credential, stamped: Option<&str>) -> Trust {
-        match caller {
-            Credential::Operator | Credential::Declared(_) => Trust::Trusted,
-            Credential::Public => Trust::Untrusted,
-            Credential::Member(_) => match stamped {
-                Some("trusted") => Trust::Trusted,
-                _ => Trust::Untrusted,
-            },
-        }
-    }
-}
+pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 
 /// The call's timing. The defaults are the documented ones (docs/call-member.md).
 #[derive(Debug, Clone)]

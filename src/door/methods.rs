@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::server::{Call, Shared, json_bytes, rpc_error};
 use super::store::trim_history;
+use super::trust::Trust;
 use super::{Credential, Work, operator};
 use crate::a2a::{
     self, GetTaskRequest, Id, ListTasksRequest, Message, Role, RpcError, SendMessageRequest,
@@ -21,11 +22,16 @@ use crate::a2a::{
 /// Frames a stream holds for a slow client before the producer waits.
 const STREAM_BUFFER: usize = 64;
 
-pub(crate) async fn dispatch(s: Arc<Shared>, caller: Credential, call: Call) -> Response {
+pub(crate) async fn dispatch(
+    s: Arc<Shared>,
+    caller: Credential,
+    trust: Trust,
+    call: Call,
+) -> Response {
     let id = call.id.clone();
     let result = match call.method.as_str() {
-        a2a::SEND_MESSAGE => send_message(&s, caller, call, false).await,
-        a2a::SEND_STREAMING_MESSAGE => send_message(&s, caller, call, true).await,
+        a2a::SEND_MESSAGE => send_message(&s, caller, trust, call, false).await,
+        a2a::SEND_STREAMING_MESSAGE => send_message(&s, caller, trust, call, true).await,
         a2a::GET_TASK => get_task(&s, &caller, call),
         a2a::LIST_TASKS => list_tasks(&s, &caller, call),
         a2a::CANCEL_TASK => cancel_task(&s, &caller, call),
@@ -102,6 +108,7 @@ fn check_message(m: &Message) -> Result<(), RpcError> {
 async fn send_message(
     s: &Arc<Shared>,
     caller: Credential,
+    trust: Trust,
     call: Call,
     streaming: bool,
 ) -> Result<Response, RpcError> {
@@ -113,7 +120,13 @@ async fn send_message(
         let (handle, state) = s.store.reply(&caller, req.message)?;
         (handle.id().to_string(), state)
     } else {
-        let created = s.store.create(caller.clone(), req.message.clone())?;
+        let created = match s.store.create(caller.clone(), req.message.clone()) {
+            Ok(created) => created,
+            Err(e) => {
+                report_busy(s, &caller, &e);
+                return Err(e);
+            }
+        };
         let task_id = created.snapshot.id.clone();
         let mut message = req.message;
         message.task_id = Some(task_id.clone());
@@ -123,6 +136,7 @@ async fn send_message(
             context_id: created.snapshot.context_id.clone(),
             message,
             caller: caller.clone(),
+            trust,
             cancel: created.handle.cancellation().clone(),
             handle: created.handle,
         };
@@ -144,6 +158,20 @@ async fn send_message(
     }
     let task = trim_history(s.store.get(&caller, &task_id)?, config.history_length);
     ok(call.id, SendMessageResponse::Task(task))
+}
+
+/// Tells the session of a busy refusal (`DoorConfig::on_busy`), except a public
+/// caller's.
+fn report_busy(s: &Shared, caller: &Credential, e: &RpcError) {
+    if e.code != a2a::MEMBER_BUSY || *caller == Credential::Public {
+        return;
+    }
+    if let Some(on_busy) = &s.on_busy {
+        on_busy(&super::BusyRefusal {
+            caller: caller.clone(),
+            holds: s.store.holds(),
+        });
+    }
 }
 
 fn get_task(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Response, RpcError> {

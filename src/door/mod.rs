@@ -29,6 +29,7 @@ mod methods;
 mod operator;
 mod server;
 mod store;
+pub mod trust;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -122,6 +123,18 @@ pub struct CardInfo {
 /// Called when the operator sends murmur.StopSession.
 pub type StopCallback = Arc<dyn Fn() + Send + Sync>;
 
+/// A SendMessage the door refused because the member was busy (`-32050`).
+#[derive(Debug, Clone)]
+pub struct BusyRefusal {
+    /// Who was refused (never `Public`: those are not reported).
+    pub caller: Credential,
+    /// How many tasks the member held (its running one and its queue).
+    pub holds: u32,
+}
+
+/// Told of each busy refusal, for the member's trace.
+pub type BusyCallback = Arc<dyn Fn(&BusyRefusal) + Send + Sync>;
+
 /// Resource limits of the door.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -173,6 +186,9 @@ pub struct DoorConfig {
     pub files_root: Option<PathBuf>,
     /// What murmur.StopSession calls; None = the method is unsupported.
     pub on_stop: Option<StopCallback>,
+    /// Told of each SendMessage refused as busy, except a public caller's (an
+    /// anonymous caller could otherwise grow the trace without bound).
+    pub on_busy: Option<BusyCallback>,
     /// 0 = any free port.
     pub port: u16,
     pub limits: Limits,
@@ -199,6 +215,7 @@ impl DoorConfig {
             acceptance: Acceptance::Single,
             files_root: None,
             on_stop: None,
+            on_busy: None,
             port: 0,
             limits: Limits::default(),
         }
@@ -213,6 +230,9 @@ pub struct Work {
     pub message: Message,
     /// Who started the task.
     pub caller: Credential,
+    /// The task's trust class: from its caller, and for a peer task the class its
+    /// caller stamped (`trust::Trust::of`).
+    pub trust: trust::Trust,
     /// Fires when the task is cancelled; also `handle.cancellation()`.
     pub cancel: CancellationToken,
     pub handle: TaskHandle,

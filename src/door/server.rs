@@ -41,6 +41,7 @@ pub(crate) struct Shared {
     pub shutdown: CancellationToken,
     pub files_root: Option<std::path::PathBuf>,
     pub on_stop: Option<StopCallback>,
+    pub on_busy: Option<super::BusyCallback>,
     pub limits: Limits,
 }
 
@@ -63,6 +64,7 @@ impl Shared {
             shutdown,
             files_root: config.files_root,
             on_stop: config.on_stop,
+            on_busy: config.on_busy,
             limits: config.limits,
         })
     }
@@ -256,7 +258,8 @@ async fn rpc(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Re
         let shown = String::from_utf8_lossy(&v.as_bytes()[..v.len().min(32)]).into_owned();
         return rpc_error(call.id, RpcError::version_not_supported(&shown));
     }
-    methods::dispatch(s, credential, call).await
+    let trust = super::trust::Trust::of(&credential, super::trust::Trust::stamped(&headers));
+    methods::dispatch(s, credential, trust, call).await
 }
 
 async fn read_body(limits: &Limits, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {

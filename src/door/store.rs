@@ -127,6 +127,11 @@ impl TaskStore {
     }
 
     /// How many tasks are live (not terminal).
+    /// How many tasks the member holds at most: its running one and its queue.
+    pub fn holds(&self) -> u32 {
+        self.shared.holds
+    }
+
     pub fn live(&self) -> u32 {
         self.lock().held
     }

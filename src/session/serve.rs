@@ -325,7 +325,7 @@ impl Stage<'_> {
         session_id: &str,
         token: &str,
         records: &Records,
-        trace: &TraceWriter,
+        trace: &Arc<TraceWriter>,
     ) -> Result<(Door, WorkReceiver, tokio::sync::mpsc::UnboundedReceiver<()>)> {
         let m = &self.capsule.manifest;
         let mut config = DoorConfig::new(session_id, token);
@@ -359,6 +359,14 @@ impl Stage<'_> {
         let (stop_tx, stop_rx) = tokio::sync::mpsc::unbounded_channel();
         config.on_stop = Some(Arc::new(move || {
             let _ = stop_tx.send(());
+        }));
+        let busy_trace = trace.clone();
+        config.on_busy = Some(Arc::new(move |r: &door::BusyRefusal| {
+            let _ = busy_trace.write(Event::A2aTaskRefused {
+                credential: r.caller.to_string(),
+                reason: "busy".into(),
+                holds: r.holds,
+            });
         }));
         let (door, work) = Door::start(config).await.map_err(|e| {
             Diagnostic::new(
@@ -521,6 +529,7 @@ impl Live {
             context_id: created.snapshot.context_id.clone(),
             message,
             caller: Credential::Operator,
+            trust: door::trust::Trust::Trusted,
             cancel: created.handle.cancellation().clone(),
             handle: created.handle,
         })

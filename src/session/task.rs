@@ -75,6 +75,7 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
         context_id: Some(work.context_id.clone()),
         credential: work.caller.to_string(),
         text: Some(text.clone()),
+        trust: Some(work.trust.as_str().to_string()),
     });
     let handle = work.handle;
     let cancel = work.cancel;
@@ -104,7 +105,7 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
             task_id: task_id.clone(),
             peers,
             trace: Some(env.trace.clone()),
-            trust: crate::call_member::Trust::of(&work.caller, None),
+            trust: work.trust,
             config: crate::call_member::CallConfig::default(),
             session_deadline: env.deadline,
         })

@@ -123,6 +123,7 @@ pub async fn agent_runner(
                 context_id: None,
                 credential: w.caller.to_string(),
                 text: Some(text.clone()),
+                trust: Some(w.trust.as_str().into()),
             })
             .unwrap();
         let _ = w.handle.working();
