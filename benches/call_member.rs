@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::post;
 use mur::call_member::{CallConfig, Calls, CallsSpec, Peers, Trust};
-use mur::channel::Secret;
 use mur::credential::FormationKey;
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, WorkReceiver};
 use tokio_util::sync::CancellationToken;
@@ -92,7 +91,7 @@ async fn call_member(iters: usize) -> Vec<Duration> {
     config.limits.max_tasks = 1000;
     let (door, work) = Door::start(config).await.unwrap();
     tokio::spawn(echo(work));
-    let token = Secret::new(key.issue("planner", "coder").expose().into());
+    let token = key.issue("planner", "coder");
     let peers = Peers::new(vec![("coder".into(), token)], vec!["localhost".into()]);
     peers.add_doors([("coder".to_string(), door.url())].into());
     let peers = Arc::new(peers);

@@ -3,41 +3,22 @@
 //! later, its callees' door URLs. One JSON object per line.
 //!
 //! Tokens cross only this pipe: never an environment variable, a command line or a
-//! file. `Secret` keeps them out of `Debug` output and logs.
+//! file. `FormationToken` keeps them out of `Debug` output and logs.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::credential::FormationToken;
 use tokio::sync::mpsc;
 
 /// `MURMUR_FORMATION_CHANNEL`: the inherited descriptor the channel is read from.
 pub const ENV: &str = "MURMUR_FORMATION_CHANNEL";
 /// A line longer than this is not a channel line.
 const MAX_LINE: usize = 256 * 1024;
-
-/// A string that must never be printed: formation tokens.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: String) -> Self {
-        Secret(value)
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(…)")
-    }
-}
 
 /// One line of the channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,7 +40,7 @@ pub struct Credentials {
     /// The formation's public verification key (base64url, no padding).
     pub verify_key: String,
     /// One token per member this member may call, by callee name, in roster order.
-    pub tokens: Vec<(String, Secret)>,
+    pub tokens: Vec<(String, FormationToken)>,
     /// The roster's project: every member resolves its stores and lock from it.
     pub project_dir: std::path::PathBuf,
     /// The member's work folder: the project for the entry member, its own folder
@@ -228,7 +209,10 @@ mod tests {
             member: "planner".into(),
             entry: true,
             verify_key: "k".into(),
-            tokens: vec![("coder".into(), Secret::new("mft1.a.b".into()))],
+            tokens: vec![(
+                "coder".into(),
+                FormationToken::from_secret("mft1.a.b".into()),
+            )],
             project_dir: "/p".into(),
             workdir: "/p".into(),
             artifact_sha256: "00".into(),

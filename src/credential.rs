@@ -93,8 +93,10 @@ impl FormationKey {
     }
 }
 
-/// A signed formation token. A secret: `Debug` shows only who it is for.
-#[derive(Clone, PartialEq, Eq)]
+/// A signed formation token. A secret: `Debug` shows nothing of it. It crosses only
+/// the formation channel (serialized as its text) and the Authorization header.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct FormationToken(String);
 
 impl FormationToken {

@@ -253,7 +253,7 @@ async fn a_token_for_another_door_is_refused_with_403() {
     let (reviewer, work) = door(&key, "reviewer", Acceptance::Single).await;
     tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
     // planner holds a token for coder only; file it under reviewer's door.
-    let token = mur::channel::Secret::new(key.issue("planner", "coder").expose().into());
+    let token = key.issue("planner", "coder");
     let p =
         mur::call_member::Peers::new(vec![("reviewer".into(), token)], vec!["localhost".into()]);
     p.add_doors([("reviewer".to_string(), reviewer.url())].into());
@@ -413,7 +413,7 @@ async fn a_door_url_arriving_late_is_waited_for() {
     let key = FormationKey::mint().unwrap();
     let (coder, work) = door(&key, "coder", Acceptance::Single).await;
     tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
-    let token = mur::channel::Secret::new(key.issue("planner", "coder").expose().into());
+    let token = key.issue("planner", "coder");
     let p = Arc::new(mur::call_member::Peers::new(
         vec![("coder".into(), token)],
         vec!["localhost".into()],
@@ -430,7 +430,7 @@ async fn a_door_url_arriving_late_is_waited_for() {
     assert_eq!(answers[0].text, "done: write it");
 
     // Never arriving: a clear error after the wait.
-    let token = mur::channel::Secret::new(key.issue("planner", "coder").expose().into());
+    let token = key.issue("planner", "coder");
     let p = mur::call_member::Peers::new(vec![("coder".into(), token)], vec!["localhost".into()])
         .with_door_wait(Duration::from_millis(50));
     let out = calls_for(p).call("c1", "coder", "x").await;

@@ -13,14 +13,14 @@ use serde_json::{Value, json};
 
 use super::{CallError, ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 use crate::a2a::{self, StreamResponse, Task};
-use crate::channel::Secret;
+use crate::credential::FormationToken;
 
 /// One callee's door, as the caller reaches it.
 pub(crate) struct DoorClient<'a> {
     pub client: &'a reqwest::Client,
     pub member: &'a str,
     pub url: Url,
-    pub token: &'a Secret,
+    pub token: &'a FormationToken,
     pub trust: Trust,
 }
 

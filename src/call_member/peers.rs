@@ -14,7 +14,8 @@ use tokio::sync::watch;
 
 use super::{CallError, ORIGIN_HEADER, TRUST_HEADER, Trust};
 use crate::catalogue::W_RUN_008;
-use crate::channel::{self, Secret};
+use crate::channel;
+use crate::credential::FormationToken;
 use crate::diag::Diagnostic;
 use crate::timing;
 
@@ -27,7 +28,7 @@ pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
 pub struct Peers {
     /// Roster order.
     callees: Vec<String>,
-    tokens: HashMap<String, Secret>,
+    tokens: HashMap<String, FormationToken>,
     doors: watch::Sender<BTreeMap<String, Url>>,
     allow: RwLock<Vec<String>>,
     door_wait: Duration,
@@ -48,7 +49,7 @@ impl Peers {
     /// `tokens`: one per callee, in roster order, as the channel's first line holds
     /// them (`channel::Credentials::tokens`). `allow`: the member's
     /// `capabilities.network.allow`.
-    pub fn new(tokens: Vec<(String, Secret)>, allow: Vec<String>) -> Peers {
+    pub fn new(tokens: Vec<(String, FormationToken)>, allow: Vec<String>) -> Peers {
         let client = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(Duration::from_secs(10))
@@ -91,7 +92,7 @@ impl Peers {
         self.tokens.contains_key(member)
     }
 
-    pub(crate) fn token(&self, member: &str) -> Option<&Secret> {
+    pub(crate) fn token(&self, member: &str) -> Option<&FormationToken> {
         self.tokens.get(member)
     }
 
@@ -364,7 +365,10 @@ mod tests {
 
     #[test]
     fn network_warning_only_without_a_loopback_grant() {
-        let tokens = vec![("coder".to_string(), Secret::new("mft1.x.y".into()))];
+        let tokens = vec![(
+            "coder".to_string(),
+            FormationToken::from_secret("mft1.x.y".into()),
+        )];
         let w =
             Peers::new(tokens.clone(), vec!["api.example.com".into()]).network_warning("planner");
         let w = w.expect("W-RUN-008");

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::{E_RUN_045, E_RUN_053};
-use crate::channel::{Credentials, Line, Secret};
+use crate::channel::{Credentials, Line};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
 use crate::diag::stderr_line;
@@ -133,12 +133,7 @@ async fn run(
             tokens: m
                 .callees
                 .iter()
-                .map(|to| {
-                    (
-                        to.clone(),
-                        Secret::new(key.issue(&m.name, to).expose().to_string()),
-                    )
-                })
+                .map(|to| (to.clone(), key.issue(&m.name, to)))
                 .collect(),
             project_dir: plan.project_dir.clone(),
             workdir: workdir.to_path_buf(),

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::catalogue::{E_RUN_046, W_RUN_007};
-use crate::channel::{self, ChannelError, Claims, Secret};
+use crate::channel::{self, ChannelError, Claims};
+use crate::credential::FormationToken;
 use crate::credential::VerifyKey;
 use crate::diag::{Diagnostic, Result};
 use crate::formation::member::{FORMATION_ID_ENV, PEERS_ENV};
@@ -38,7 +39,7 @@ pub struct Member {
     pub entry: bool,
     pub verify_key: VerifyKey,
     /// One token per member it may call, in roster order.
-    pub tokens: Vec<(String, Secret)>,
+    pub tokens: Vec<(String, FormationToken)>,
     pub project_dir: PathBuf,
     pub workdir: PathBuf,
     pub artifact_sha256: String,

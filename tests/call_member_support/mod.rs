@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use mur::agent::{Agent, AgentSpec, Outcome, Tool, TransportConfig, transport};
 use mur::call_member::{CallConfig, CallMember, Calls, CallsSpec, Peers, Trust};
-use mur::channel::Secret;
 use mur::credential::FormationKey;
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, WorkReceiver};
 use mur::trace::{Event, Record, TraceWriter};
@@ -41,12 +40,7 @@ pub fn peers(
 ) -> Arc<Peers> {
     let tokens = callees
         .iter()
-        .map(|(to, _)| {
-            (
-                to.to_string(),
-                Secret::new(key.issue(from, to).expose().into()),
-            )
-        })
+        .map(|(to, _)| (to.to_string(), key.issue(from, to)))
         .collect();
     let p = Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect());
     p.add_doors(

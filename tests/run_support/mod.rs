@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use command_fds::{CommandFdExt, FdMapping};
-use mur::channel::{self, Credentials, Line, Secret};
+use mur::channel::{self, Credentials, Line};
 use mur::credential::FormationKey;
 use mur::lifeline::Lifeline;
 use serde_json::Value;
@@ -343,12 +343,7 @@ impl Launcher {
             verify_key: self.key.verify_key().key_text(),
             tokens: callees
                 .iter()
-                .map(|c| {
-                    (
-                        c.to_string(),
-                        Secret::new(self.key.issue(name, c).expose().to_string()),
-                    )
-                })
+                .map(|c| (c.to_string(), self.key.issue(name, c)))
                 .collect(),
             project_dir: w.proj.clone(),
             workdir: w.proj.clone(),
