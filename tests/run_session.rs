@@ -10,26 +10,11 @@ use nix::sys::signal::Signal;
 use run_support::*;
 use serde_json::{Value, json};
 
-fn capsule_args(name: &str) -> [String; 4] {
-    [
-        "--capsule".into(),
-        format!("local/{name}"),
-        "--capsule-version".into(),
-        "1.0.0".into(),
-    ]
-}
-
 #[test]
 fn task_runs_end_to_end_on_the_builtin_model() {
     let w = World::new();
     w.install("demo", "", None);
-    let out = w
-        .mur()
-        .arg("run")
-        .args(capsule_args("demo"))
-        .args(["--task", "Write the page. Test it."])
-        .output()
-        .unwrap();
+    let out = w.run_task("demo", "Write the page. Test it.");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("status: ok"), "{stderr}");
@@ -108,13 +93,7 @@ fn task_file_is_read_as_the_task() {
     let w = World::new();
     w.install("demo", "", None);
     std::fs::write(w.proj.join("task.md"), "Read me from a file.").unwrap();
-    let out = w
-        .mur()
-        .arg("run")
-        .args(capsule_args("demo"))
-        .args(["--task", "task.md"])
-        .output()
-        .unwrap();
+    let out = w.run_task("demo", "task.md");
     assert_eq!(out.status.code(), Some(0));
     let id = &w.sessions()[0];
     assert_eq!(w.trace(id)[1]["text"], "Read me from a file.");
@@ -123,12 +102,7 @@ fn task_file_is_read_as_the_task() {
 #[test]
 fn capsule_not_installed_is_e_run_001() {
     let w = World::new();
-    let out = w
-        .mur()
-        .arg("run")
-        .args(capsule_args("nothere"))
-        .output()
-        .unwrap();
+    let out = w.run("nothere").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("E-RUN-001"));
     assert!(w.sessions().is_empty(), "a refusal stages nothing");
@@ -138,8 +112,8 @@ fn capsule_not_installed_is_e_run_001() {
 fn json_readiness_line_then_send_message_and_get_task_with_the_operator_token() {
     let w = World::new();
     w.install("demo", "", None);
-    let mut cmd = w.mur();
-    cmd.arg("run").args(capsule_args("demo")).arg("--json");
+    let mut cmd = w.run("demo");
+    cmd.arg("--json");
     let s = Session::spawn(cmd);
     let ready = s.ready();
     assert_eq!(ready["type"], "ready");
@@ -178,10 +152,8 @@ fn json_readiness_line_then_send_message_and_get_task_with_the_operator_token() 
 fn sigterm_mid_task_cancels_it_with_e_run_040() {
     let w = World::new();
     w.install("sleeper", "", Some(SLEEPER));
-    let mut cmd = w.mur();
-    cmd.arg("run")
-        .args(capsule_args("sleeper"))
-        .args(["--task", "Sleep."]);
+    let mut cmd = w.run("sleeper");
+    cmd.args(["--task", "Sleep."]);
     let s = Session::spawn(cmd);
     let id = wait_harness(&w);
     s.signal(Signal::SIGTERM);
@@ -200,10 +172,8 @@ fn sigterm_mid_task_cancels_it_with_e_run_040() {
 fn a_second_sigterm_exits_143_at_once() {
     let w = World::new();
     w.install("stubborn", "", Some(STUBBORN));
-    let mut cmd = w.mur();
-    cmd.arg("run")
-        .args(capsule_args("stubborn"))
-        .args(["--task", "Sleep.", "--json"]);
+    let mut cmd = w.run("stubborn");
+    cmd.args(["--task", "Sleep.", "--json"]);
     let s = Session::spawn(cmd);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
@@ -228,10 +198,8 @@ fn a_second_sigterm_exits_143_at_once() {
 fn deadline_ends_the_session_with_e_run_053() {
     let w = World::new();
     w.install("sleeper", "", Some(SLEEPER));
-    let mut cmd = w.mur();
-    cmd.arg("run")
-        .args(capsule_args("sleeper"))
-        .args(["--task", "Sleep.", "--deadline", "1"]);
+    let mut cmd = w.run("sleeper");
+    cmd.args(["--task", "Sleep.", "--deadline", "1"]);
     let s = Session::spawn(cmd);
     let (code, stderr) = s.wait(Duration::from_secs(30));
     assert_eq!(code, 1, "{stderr}");
@@ -247,10 +215,8 @@ fn deadline_ends_the_session_with_e_run_053() {
 fn idle_timeout_flag_ends_an_idle_session() {
     let w = World::new();
     w.install("demo", "lifecycle:\n  idle_timeout: 600s\n", None);
-    let mut cmd = w.mur();
-    cmd.arg("run")
-        .args(capsule_args("demo"))
-        .args(["--json", "--lifecycle-idle-timeout", "1"]);
+    let mut cmd = w.run("demo");
+    cmd.args(["--json", "--lifecycle-idle-timeout", "1"]);
     let s = Session::spawn(cmd);
     s.ready();
     let (code, _) = s.wait(Duration::from_secs(30));
@@ -263,13 +229,7 @@ fn idle_timeout_flag_ends_an_idle_session() {
 fn resume_continues_the_session_without_formation_parts() {
     let w = World::new();
     w.install("demo", "", None);
-    let out = w
-        .mur()
-        .arg("run")
-        .args(capsule_args("demo"))
-        .args(["--task", "First."])
-        .output()
-        .unwrap();
+    let out = w.run_task("demo", "First.");
     assert_eq!(out.status.code(), Some(0));
     let id = w.sessions()[0].clone();
     let mut cmd = w.mur();
@@ -313,8 +273,8 @@ fn resume_and_roster_conflict_with_status_2() {
 fn stop_ps_and_trace_show() {
     let w = World::new();
     w.install("demo", "", None);
-    let mut cmd = w.mur();
-    cmd.arg("run").args(capsule_args("demo")).arg("--json");
+    let mut cmd = w.run("demo");
+    cmd.arg("--json");
     let s = Session::spawn(cmd);
     let id = s.ready()["session_id"].as_str().unwrap().to_string();
     let ps = w.mur().arg("ps").output().unwrap();
@@ -342,10 +302,8 @@ fn stop_ps_and_trace_show() {
 fn a_closed_stdout_never_panics_the_session() {
     let w = World::new();
     w.install("demo", "", None);
-    let mut cmd = w.mur();
-    cmd.arg("run")
-        .args(capsule_args("demo"))
-        .args(["--task", "Print me."])
+    let mut cmd = w.run("demo");
+    cmd.args(["--task", "Print me."])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
@@ -360,10 +318,8 @@ fn a_closed_stdout_never_panics_the_session() {
 fn once_stderr_is_gone_diagnostics_go_to_bootstrap_log() {
     let w = World::new();
     w.install("sleeper", "", Some(SLEEPER));
-    let mut cmd = w.mur();
-    cmd.arg("run")
-        .args(capsule_args("sleeper"))
-        .args(["--task", "Sleep.", "--deadline", "1"])
+    let mut cmd = w.run("sleeper");
+    cmd.args(["--task", "Sleep.", "--deadline", "1"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
@@ -394,8 +350,8 @@ fn queued_tasks_are_refused_and_the_running_one_canceled_at_sigterm() {
         "lifecycle:\n  task_acceptance: queue\n  queue_depth: 1\n",
         Some(SLEEPER),
     );
-    let mut cmd = w.mur();
-    cmd.arg("run").args(capsule_args("sleeper")).arg("--json");
+    let mut cmd = w.run("sleeper");
+    cmd.arg("--json");
     let s = Session::spawn(cmd);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
@@ -432,12 +388,8 @@ fn the_acceptance_flag_overrides_the_manifest() {
         "lifecycle:\n  task_acceptance: queue\n  queue_depth: 1\n",
         Some(SLEEPER),
     );
-    let mut cmd = w.mur();
-    cmd.arg("run").args(capsule_args("sleeper")).args([
-        "--json",
-        "--lifecycle-task-acceptance",
-        "single",
-    ]);
+    let mut cmd = w.run("sleeper");
+    cmd.args(["--json", "--lifecycle-task-acceptance", "single"]);
     let s = Session::spawn(cmd);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
@@ -488,8 +440,8 @@ fn watch_session_streams_every_trace_record_until_the_door_closes() {
     use std::io::{Read, Write};
     let w = World::new();
     w.install("demo", "", None);
-    let mut cmd = w.mur();
-    cmd.arg("run").args(capsule_args("demo")).arg("--json");
+    let mut cmd = w.run("demo");
+    cmd.arg("--json");
     let s = Session::spawn(cmd);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
@@ -571,8 +523,8 @@ fn input_required_then_the_callers_reply_completes_the_task() {
     let w = World::new();
     let asker = "read line\necho '{\"type\":\"input_required\",\"question\":\"Which file?\"}'\nread reply\necho '{\"type\":\"message\",\"text\":\"Done with it.\"}'\n";
     w.install("asker", "", Some(asker));
-    let mut cmd = w.mur();
-    cmd.arg("run").args(capsule_args("asker")).arg("--json");
+    let mut cmd = w.run("asker");
+    cmd.arg("--json");
     let s = Session::spawn(cmd);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
@@ -635,13 +587,7 @@ fn trace_retain_max_sessions_bounds_the_capsule_s_sessions() {
     w.install("demo", "trace:\n  retain:\n    max_sessions: 2\n", None);
     let mut last = String::new();
     for _ in 0..3 {
-        let out = w
-            .mur()
-            .arg("run")
-            .args(capsule_args("demo"))
-            .args(["--task", "Again."])
-            .output()
-            .unwrap();
+        let out = w.run_task("demo", "Again.");
         assert_eq!(out.status.code(), Some(0));
         last = String::from_utf8_lossy(&out.stderr).to_string();
     }
@@ -669,13 +615,7 @@ fn declared_tools_and_hooks_are_named_in_a_warning_not_silently_dropped() {
          hooks:\n  - event: task_end\n    path: hooks/notify.wasm\n    async: true\n",
         None,
     );
-    let out = w
-        .mur()
-        .arg("run")
-        .args(capsule_args("tooled"))
-        .args(["--task", "Anything."])
-        .output()
-        .unwrap();
+    let out = w.run_task("tooled", "Anything.");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let line = stderr
@@ -686,12 +626,6 @@ fn declared_tools_and_hooks_are_named_in_a_warning_not_silently_dropped() {
     assert!(line.contains("task_end hook `hooks/notify.wasm`"), "{line}");
     // A capsule without components hears nothing of it.
     w.install("plain", "", None);
-    let out = w
-        .mur()
-        .arg("run")
-        .args(capsule_args("plain"))
-        .args(["--task", "Anything."])
-        .output()
-        .unwrap();
+    let out = w.run_task("plain", "Anything.");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("W-RUN-009"));
 }

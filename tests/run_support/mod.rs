@@ -54,6 +54,19 @@ impl World {
         cmd
     }
 
+    /// `mur run` of the installed capsule `local/<name>` 1.0.0.
+    pub fn run(&self, name: &str) -> Command {
+        let mut cmd = self.mur();
+        cmd.args(["run", "--capsule", &format!("local/{name}")])
+            .args(["--capsule-version", "1.0.0"]);
+        cmd
+    }
+
+    /// `mur run --task <task>` of the installed capsule `local/<name>`, to its end.
+    pub fn run_task(&self, name: &str, task: &str) -> std::process::Output {
+        self.run(name).args(["--task", task]).output().unwrap()
+    }
+
     /// Writes a capsule source folder and installs it into the project store.
     /// `harness`: a process harness script, else the builtin model.
     pub fn install(&self, name: &str, extra: &str, harness: Option<&str>) {
