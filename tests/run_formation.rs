@@ -98,19 +98,36 @@ fn lifeline_eof_while_idle_ends_ok() {
     );
 }
 
+/// A formation member on the `stubborn` harness (it ignores SIGTERM) working on a
+/// task, with its lifeline attached; `deadline` is the formation's, if any. With
+/// `full_time`, the member runs without the test time scale.
+fn stubborn_member(
+    w: &World,
+    l: &mut Launcher,
+    deadline: Option<SystemTime>,
+    full_time: bool,
+) -> Session {
+    w.install("stubborn", "", Some(STUBBORN));
+    let mut creds = l.credentials(w, "coder", &[], &installed_sha(w, "stubborn"));
+    creds.deadline_unix_ms =
+        deadline.map(|at| at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64);
+    l.send(creds);
+    let mut cmd = member_cmd(w, "stubborn");
+    cmd.args(["--task", "Sleep."]);
+    if full_time {
+        cmd.env_remove("MUR_TEST_TIME_SCALE");
+    }
+    l.attach(&mut cmd, true);
+    Session::spawn(cmd)
+}
+
 #[test]
 fn a_member_blocked_in_teardown_exits_143_at_the_scaled_20_seconds() {
     // The harness ignores SIGTERM, so teardown waits 2 s for its SIGKILL; the limit
     // (20 s scaled by 0.05 = 1 s) comes first.
     let w = World::new();
-    w.install("stubborn", "", Some(STUBBORN));
     let mut l = Launcher::new();
-    let creds = l.credentials(&w, "coder", &[], &installed_sha(&w, "stubborn"));
-    l.send(creds);
-    let mut cmd = member_cmd(&w, "stubborn");
-    cmd.args(["--task", "Sleep."]);
-    l.attach(&mut cmd, true);
-    let s = Session::spawn(cmd);
+    let s = stubborn_member(&w, &mut l, None, false);
     let id = s.ready()["session_id"].as_str().unwrap().to_string();
     wait_harness(&w);
     l.lifeline.close();
@@ -136,15 +153,8 @@ fn wait_canceled(w: &World, ready: &serde_json::Value) {
 #[test]
 fn the_lifeline_closing_after_a_sigterm_changes_nothing() {
     let w = World::new();
-    w.install("stubborn", "", Some(STUBBORN));
     let mut l = Launcher::new();
-    let creds = l.credentials(&w, "coder", &[], &installed_sha(&w, "stubborn"));
-    l.send(creds);
-    let mut cmd = member_cmd(&w, "stubborn");
-    cmd.args(["--task", "Sleep."])
-        .env_remove("MUR_TEST_TIME_SCALE");
-    l.attach(&mut cmd, true);
-    let s = Session::spawn(cmd);
+    let s = stubborn_member(&w, &mut l, None, true);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
     wait_harness(&w);
@@ -162,15 +172,8 @@ fn the_lifeline_closing_after_a_sigterm_changes_nothing() {
 #[test]
 fn a_sigterm_after_the_lifeline_closed_changes_nothing() {
     let w = World::new();
-    w.install("stubborn", "", Some(STUBBORN));
     let mut l = Launcher::new();
-    let creds = l.credentials(&w, "coder", &[], &installed_sha(&w, "stubborn"));
-    l.send(creds);
-    let mut cmd = member_cmd(&w, "stubborn");
-    cmd.args(["--task", "Sleep."])
-        .env_remove("MUR_TEST_TIME_SCALE");
-    l.attach(&mut cmd, true);
-    let s = Session::spawn(cmd);
+    let s = stubborn_member(&w, &mut l, None, true);
     let id = s.ready()["session_id"].as_str().unwrap().to_string();
     wait_harness(&w);
     l.lifeline.close();
@@ -188,17 +191,9 @@ fn a_sigterm_after_the_lifeline_closed_changes_nothing() {
 #[test]
 fn the_formation_deadline_wins_over_a_lifeline_closing_a_moment_later() {
     let w = World::new();
-    w.install("stubborn", "", Some(STUBBORN));
     let mut l = Launcher::new();
-    let mut creds = l.credentials(&w, "coder", &[], &installed_sha(&w, "stubborn"));
     let at = SystemTime::now() + Duration::from_millis(1500);
-    creds.deadline_unix_ms = Some(at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64);
-    l.send(creds);
-    let mut cmd = member_cmd(&w, "stubborn");
-    cmd.args(["--task", "Sleep."])
-        .env_remove("MUR_TEST_TIME_SCALE");
-    l.attach(&mut cmd, true);
-    let s = Session::spawn(cmd);
+    let s = stubborn_member(&w, &mut l, Some(at), true);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
     wait_canceled(&w, &ready);
