@@ -138,6 +138,44 @@ async fn a_three_member_chain_answers_back_fenced() {
     assert_no_token("Debug of Calls", &format!("{calls:?}"));
 }
 
+/// The class a task is stamped with on every call, as each callee's door reads it
+/// (`a2a_task_received.trust`): entry → a → b carries the root's class to the end.
+#[rstest::rstest]
+#[case::trusted_root(Trust::Trusted)]
+#[case::untrusted_root(Trust::Untrusted)]
+#[tokio::test]
+async fn a_chain_is_only_as_trusted_as_its_root(#[case] root: Trust) {
+    let key = FormationKey::mint().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (b_door, b_work) = door(&key, "b", Acceptance::Single).await;
+    let (a_door, a_work) = door(&key, "a", Acceptance::Single).await;
+    let b_trace = trace(dir.path(), "b");
+    let a_trace = trace(dir.path(), "a");
+    tokio::spawn(agent_runner(b_work, None, b_trace.clone()));
+    let a_peers = peers(&key, "a", &[("b", &b_door.url())], &["localhost"]);
+    tokio::spawn(agent_runner(a_work, Some(a_peers), a_trace.clone()));
+    let entry_peers = peers(&key, "entry", &[("a", &a_door.url())], &["localhost"]);
+    let calls = calls_as("t1", entry_peers, None, fast(), root);
+    let mut agent = agent("t1", 8, Some(calls), None);
+    let outcome = agent.send("Build the parser.", &cancel()).await;
+    assert!(matches!(outcome, Outcome::Completed { .. }), "{outcome:?}");
+    for (t, caller) in [(&a_trace, "member:entry"), (&b_trace, "member:a")] {
+        let received: Vec<(String, Option<String>)> = records(t)
+            .into_iter()
+            .filter_map(|r| match r.event {
+                Event::A2aTaskReceived {
+                    credential, trust, ..
+                } => Some((credential, trust)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            received,
+            [(caller.to_string(), Some(root.as_str().to_string()))]
+        );
+    }
+}
+
 /// A busy member (single task acceptance, already working) is offered the task
 /// again until it takes it.
 #[tokio::test]

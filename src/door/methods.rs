@@ -120,13 +120,7 @@ async fn send_message(
         let (handle, state) = s.store.reply(&caller, req.message)?;
         (handle.id().to_string(), state)
     } else {
-        let created = match s.store.create(caller.clone(), req.message.clone()) {
-            Ok(created) => created,
-            Err(e) => {
-                report_busy(s, &caller, &e);
-                return Err(e);
-            }
-        };
+        let created = s.store.create(caller.clone(), req.message.clone())?;
         let task_id = created.snapshot.id.clone();
         let mut message = req.message;
         message.task_id = Some(task_id.clone());
@@ -158,20 +152,6 @@ async fn send_message(
     }
     let task = trim_history(s.store.get(&caller, &task_id)?, config.history_length);
     ok(call.id, SendMessageResponse::Task(task))
-}
-
-/// Tells the session of a busy refusal (`DoorConfig::on_busy`), except a public
-/// caller's.
-fn report_busy(s: &Shared, caller: &Credential, e: &RpcError) {
-    if e.code != a2a::MEMBER_BUSY || *caller == Credential::Public {
-        return;
-    }
-    if let Some(on_busy) = &s.on_busy {
-        on_busy(&super::BusyRefusal {
-            caller: caller.clone(),
-            holds: s.store.holds(),
-        });
-    }
 }
 
 fn get_task(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Response, RpcError> {

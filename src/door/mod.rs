@@ -305,6 +305,9 @@ impl Door {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port)).await?;
         let addr = listener.local_addr()?;
         let store = TaskStore::new(config.acceptance.holds(), config.limits.max_tasks);
+        if let Some(on_busy) = config.on_busy.clone() {
+            store.set_on_busy(on_busy);
+        }
         let (events_tx, _) = broadcast::channel(1024);
         let events = SessionEvents { tx: events_tx };
         let (work_tx, work_rx) = mpsc::unbounded_channel();

@@ -41,7 +41,6 @@ pub(crate) struct Shared {
     pub shutdown: CancellationToken,
     pub files_root: Option<std::path::PathBuf>,
     pub on_stop: Option<StopCallback>,
-    pub on_busy: Option<super::BusyCallback>,
     pub limits: Limits,
 }
 
@@ -64,7 +63,6 @@ impl Shared {
             shutdown,
             files_root: config.files_root,
             on_stop: config.on_stop,
-            on_busy: config.on_busy,
             limits: config.limits,
         })
     }

@@ -34,6 +34,10 @@ struct Shared {
     holds: u32,
     /// How many tasks are remembered; past it, the oldest ended ones are forgotten.
     max_tasks: usize,
+    /// Told of each busy refusal, under the lock: its record is written before the
+    /// caller hears `-32050`, and never after the store closed (so never after
+    /// `session_end`).
+    on_busy: std::sync::OnceLock<super::BusyCallback>,
 }
 
 #[derive(Default)]
@@ -82,8 +86,14 @@ impl TaskStore {
                 state: Mutex::new(State::default()),
                 holds: holds.max(1),
                 max_tasks: max_tasks.max(1),
+                on_busy: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Sets who hears of busy refusals (`DoorConfig::on_busy`); once.
+    pub(crate) fn set_on_busy(&self, on_busy: super::BusyCallback) {
+        let _ = self.shared.on_busy.set(on_busy);
     }
 
     /// Forgets the oldest ended tasks (a tenth of the cap at a time) once the store
@@ -127,11 +137,6 @@ impl TaskStore {
     }
 
     /// How many tasks are live (not terminal).
-    /// How many tasks the member holds at most: its running one and its queue.
-    pub fn holds(&self) -> u32 {
-        self.shared.holds
-    }
-
     pub fn live(&self) -> u32 {
         self.lock().held
     }
@@ -171,6 +176,16 @@ impl TaskStore {
             ));
         }
         if state.held >= self.shared.holds {
+            // A public caller's refusals are not reported: anyone could send them
+            // without end.
+            if owner != Credential::Public
+                && let Some(on_busy) = self.shared.on_busy.get()
+            {
+                on_busy(&super::BusyRefusal {
+                    caller: owner,
+                    holds: self.shared.holds,
+                });
+            }
             return Err(RpcError::busy(self.shared.holds));
         }
         self.evict(&mut state);

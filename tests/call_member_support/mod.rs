@@ -60,17 +60,29 @@ pub fn records(trace: &TraceWriter) -> Vec<Record> {
     mur::trace::read(trace.path()).unwrap().records
 }
 
+/// The calls of a trusted task.
 pub fn calls(
     task_id: &str,
     peers: Arc<Peers>,
     trace: Option<Arc<TraceWriter>>,
     config: CallConfig,
 ) -> Arc<Calls> {
+    calls_as(task_id, peers, trace, config, Trust::Trusted)
+}
+
+/// The calls of a task of class `trust`: each stamps it.
+pub fn calls_as(
+    task_id: &str,
+    peers: Arc<Peers>,
+    trace: Option<Arc<TraceWriter>>,
+    config: CallConfig,
+    trust: Trust,
+) -> Arc<Calls> {
     Calls::new(CallsSpec {
         task_id: task_id.into(),
         peers,
         trace,
-        trust: Trust::Trusted,
+        trust,
         config,
         session_deadline: None,
     })
@@ -121,9 +133,16 @@ pub async fn agent_runner(
             })
             .unwrap();
         let _ = w.handle.working();
-        let calls = peers
-            .clone()
-            .map(|p| calls(&w.task_id, p, Some(trace.clone()), CallConfig::default()));
+        // The door computed the task's class; its calls stamp it on.
+        let calls = peers.clone().map(|p| {
+            calls_as(
+                &w.task_id,
+                p,
+                Some(trace.clone()),
+                CallConfig::default(),
+                w.trust,
+            )
+        });
         let mut agent = agent(&w.task_id, 8, calls, Some(trace.clone()));
         match agent.send(&text, &w.cancel).await {
             Outcome::Completed { message, .. } => {
