@@ -37,18 +37,16 @@ fn tool_call(id: &str, member: &str, task: &str) -> ToolCall {
 /// plan, entry answers from a's answer, and each answer comes back fenced.
 #[tokio::test]
 async fn a_three_member_chain_answers_back_fenced() {
-    let key = FormationKey::mint().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let (b_door, b_work) = door(&key, "b", Acceptance::Single).await;
-    let (a_door, a_work) = door(&key, "a", Acceptance::Single).await;
-    let b_trace = trace(dir.path(), "b");
-    let a_trace = trace(dir.path(), "a");
-    tokio::spawn(agent_runner(b_work, None, b_trace.clone()));
-    let a_peers = peers(&key, "a", &[("b", &b_door.url())], &["localhost"]);
-    tokio::spawn(agent_runner(a_work, Some(a_peers), a_trace.clone()));
-
+    // The doors serve as long as their bindings live.
+    let Chain {
+        dir,
+        a_door: _a_door,
+        b_door: _b_door,
+        a_trace,
+        b_trace,
+        entry_peers,
+    } = chain().await;
     let entry_trace = trace(dir.path(), "entry");
-    let entry_peers = peers(&key, "entry", &[("a", &a_door.url())], &["localhost"]);
     let calls = calls("t1", entry_peers.clone(), Some(entry_trace.clone()), fast());
     let mut agent = agent("t1", 8, Some(calls.clone()), Some(entry_trace.clone()));
     let outcome = agent.send("Build the parser.", &cancel()).await;
@@ -145,16 +143,14 @@ async fn a_three_member_chain_answers_back_fenced() {
 #[case::untrusted_root(Trust::Untrusted)]
 #[tokio::test]
 async fn a_chain_is_only_as_trusted_as_its_root(#[case] root: Trust) {
-    let key = FormationKey::mint().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let (b_door, b_work) = door(&key, "b", Acceptance::Single).await;
-    let (a_door, a_work) = door(&key, "a", Acceptance::Single).await;
-    let b_trace = trace(dir.path(), "b");
-    let a_trace = trace(dir.path(), "a");
-    tokio::spawn(agent_runner(b_work, None, b_trace.clone()));
-    let a_peers = peers(&key, "a", &[("b", &b_door.url())], &["localhost"]);
-    tokio::spawn(agent_runner(a_work, Some(a_peers), a_trace.clone()));
-    let entry_peers = peers(&key, "entry", &[("a", &a_door.url())], &["localhost"]);
+    let Chain {
+        dir: _dir,
+        a_door: _a_door,
+        b_door: _b_door,
+        a_trace,
+        b_trace,
+        entry_peers,
+    } = chain().await;
     let calls = calls_as("t1", entry_peers, None, fast(), root);
     let mut agent = agent("t1", 8, Some(calls), None);
     let outcome = agent.send("Build the parser.", &cancel()).await;

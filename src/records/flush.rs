@@ -159,8 +159,12 @@ fn sync_all(paths: &[PathBuf]) -> Option<String> {
     let mut failed = None;
     for path in paths {
         let synced = match File::open(path) {
-            Ok(file) if path.is_dir() => file.sync_all(),
-            Ok(file) => file.sync_data(),
+            // A folder's entries (a rename in it) need fsync; a file's data, fdatasync.
+            Ok(file) => match file.metadata() {
+                Ok(m) if m.is_dir() => file.sync_all(),
+                Ok(_) => file.sync_data(),
+                Err(e) => Err(e),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
         };

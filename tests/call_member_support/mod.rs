@@ -206,3 +206,35 @@ pub fn assert_no_token(what: &str, text: &str) {
 pub fn cancel() -> CancellationToken {
     CancellationToken::new()
 }
+
+/// entry → a → b: a and b are real doors on the built-in model, each with its
+/// trace; the entry member is the test, calling a through `entry_peers`.
+pub struct Chain {
+    pub dir: tempfile::TempDir,
+    pub a_door: Door,
+    pub b_door: Door,
+    pub a_trace: Arc<TraceWriter>,
+    pub b_trace: Arc<TraceWriter>,
+    pub entry_peers: Arc<Peers>,
+}
+
+pub async fn chain() -> Chain {
+    let key = FormationKey::mint().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (b_door, b_work) = door(&key, "b", Acceptance::Single).await;
+    let (a_door, a_work) = door(&key, "a", Acceptance::Single).await;
+    let b_trace = trace(dir.path(), "b");
+    let a_trace = trace(dir.path(), "a");
+    tokio::spawn(agent_runner(b_work, None, b_trace.clone()));
+    let a_peers = peers(&key, "a", &[("b", &b_door.url())], &["localhost"]);
+    tokio::spawn(agent_runner(a_work, Some(a_peers), a_trace.clone()));
+    let entry_peers = peers(&key, "entry", &[("a", &a_door.url())], &["localhost"]);
+    Chain {
+        dir,
+        a_door,
+        b_door,
+        a_trace,
+        b_trace,
+        entry_peers,
+    }
+}
