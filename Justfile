@@ -54,7 +54,7 @@ e2e-image mur="":
 a2a-sdk:
     python3 -m venv .venv
     .venv/bin/pip install -q "a2a-sdk==1.3.0"
-    cargo test --test a2a_sdk -- --ignored
+    cargo test --test it a2a_sdk -- --ignored
 
 # Release archive, checksums and shell installer in target/distrib (cargo-dist).
 dist *ARGS:

@@ -1,5 +1,5 @@
 //! The parts of admission that need no store: edges, checks 7 and 8 and W-ROS-001 over
-//! parsed manifests. Checks 6–8 end to end, with installed capsules: tests/admission.rs.
+//! parsed manifests. Checks 6–8 end to end, with installed capsules: tests/it/admission.rs.
 
 use std::path::{Path, PathBuf};
 

@@ -1,12 +1,10 @@
 //! Bad input at a real door, sent as raw bytes over TCP: each gets its own error and
 //! the door keeps serving.
 
-mod door_support;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use door_support::*;
+use crate::support::door::*;
 use mur::door::Limits;
 use rstest::rstest;
 use serde_json::{Value, json};

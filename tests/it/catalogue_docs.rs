@@ -1,12 +1,11 @@
 //! docs/errors.md is the catalogue in src/catalogue.rs, printed by `mur explain --markdown`.
 //! Set MUR_UPDATE_DOCS=1 to rewrite the file from the catalogue.
 
-use assert_cmd::Command;
+use crate::support;
 
 #[test]
 fn docs_errors_md_matches_the_catalogue() {
-    let out = Command::cargo_bin("mur")
-        .unwrap()
+    let out = support::mur()
         .args(["explain", "--markdown"])
         .output()
         .unwrap();
@@ -25,8 +24,7 @@ fn docs_errors_md_matches_the_catalogue() {
 
 #[test]
 fn explain_prints_one_entry_and_refuses_unknown_codes() {
-    let out = Command::cargo_bin("mur")
-        .unwrap()
+    let out = support::mur()
         .args(["explain", "e-ros-008"])
         .output()
         .unwrap();
@@ -35,8 +33,7 @@ fn explain_prints_one_entry_and_refuses_unknown_codes() {
     assert!(text.starts_with("E-ROS-008 — "), "{text}");
     assert!(text.contains("Hint: "), "{text}");
 
-    let out = Command::cargo_bin("mur")
-        .unwrap()
+    let out = support::mur()
         .args(["explain", "E-NOPE-1"])
         .output()
         .unwrap();

@@ -1,8 +1,7 @@
-//! Helpers for the `mur run` tests: a temporary HOME and project, capsules installed
-//! with the real `mur install`, sessions started as real processes, their readiness
+//! Helpers for the `mur run` tests: capsules installed with the real `mur install`,
+//! sessions started as real processes, their readiness
 //! line, trace and records read back, and a launcher's side of a formation (channel,
 //! lifeline, credentials) built with the library's own types.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::OwnedFd;
@@ -17,7 +16,7 @@ use mur::credential::FormationKey;
 use mur::lifeline::Lifeline;
 use serde_json::Value;
 
-pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
+use super::World;
 
 /// A harness that takes its task and sleeps (SIGTERM to its group ends it).
 pub const SLEEPER: &str =
@@ -25,35 +24,8 @@ pub const SLEEPER: &str =
 /// A harness that ignores SIGTERM (and so does its sleep): teardown waits for SIGKILL.
 pub const STUBBORN: &str = "trap '' TERM\nread line\n: > \"$HOME/started\"\nsleep 30\necho '{\"type\":\"message\",\"text\":\"woke\"}'\n";
 
-pub struct World {
-    pub dir: tempfile::TempDir,
-    pub home: PathBuf,
-    pub proj: PathBuf,
-}
-
+/// Sessions, records and traces of a world.
 impl World {
-    pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let proj = dir.path().join("proj");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&proj).unwrap();
-        World { dir, home, proj }
-    }
-
-    /// `mur` with HOME in the world, run in the project, with no formation variables.
-    pub fn mur(&self) -> Command {
-        let mut cmd = Command::new(MUR);
-        cmd.env("HOME", &self.home)
-            .current_dir(&self.proj)
-            .env_remove("MURMUR_FORMATION_ID")
-            .env_remove("MURMUR_FORMATION_CHANNEL")
-            .env_remove("MURMUR_FORMATION_LIFELINE")
-            .env_remove("MURMUR_FORMATION_PEERS")
-            .env("MUR_TEST_TIME_SCALE", "0.05");
-        cmd
-    }
-
     /// `mur run` of the installed capsule `local/<name>` 1.0.0.
     pub fn run(&self, name: &str) -> Command {
         let mut cmd = self.mur();

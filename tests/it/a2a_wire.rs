@@ -1,10 +1,8 @@
 //! Wire compatibility: the official Rust A2A types (`a2a-lf`, dev-dependency only)
 //! read everything the door writes, and the door accepts what they write.
 
-mod door_support;
-
+use crate::support::door::*;
 use a2a as lf; // the a2a-lf crate
-use door_support::*;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -1,15 +1,13 @@
 //! A real A2A client: the official Python SDK (`a2a-sdk` from PyPI) drives a door.
 //!
 //! Ignored by plain `cargo test` (it needs Python and the SDK); CI installs them into
-//! `.venv` and runs `cargo test --test a2a_sdk -- --ignored`. `MUR_A2A_SDK_PYTHON`
+//! `.venv` and runs `cargo test --test it a2a_sdk -- --ignored`. `MUR_A2A_SDK_PYTHON`
 //! names another interpreter.
-
-mod door_support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use door_support::*;
+use crate::support::door::*;
 use serde_json::Value;
 
 fn python() -> String {
@@ -18,7 +16,7 @@ fn python() -> String {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs Python with a2a-sdk: `just a2a-sdk`, then `cargo test --test a2a_sdk -- --ignored`"]
+#[ignore = "needs Python with a2a-sdk: `just a2a-sdk`, then `cargo test --test it a2a_sdk -- --ignored`"]
 async fn the_python_sdk_sends_streams_gets_lists_and_cancels() {
     let f = start(Setup::default()).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a2a_sdk/client.py");

@@ -2,12 +2,11 @@
 //! end to end, the readiness line and the door, signals, the deadline, --resume, and
 //! `mur stop`, `mur ps`, `mur trace show`.
 
-mod run_support;
-
 use std::time::Duration;
 
+use crate::support::World;
+use crate::support::session::*;
 use nix::sys::signal::Signal;
-use run_support::*;
 use serde_json::{Value, json};
 
 #[test]

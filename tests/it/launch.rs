@@ -10,18 +10,16 @@ use mur::formation::launch::{Options, Places, Plan, PlanMember, launch};
 use mur::retention::{Dirs, Policy};
 use serde_json::Value;
 
-mod fake;
+use crate::support::fake::Fakes;
 
-use fake::Fakes;
-
-struct World {
+struct Rig {
     _tmp: tempfile::TempDir,
     root: PathBuf,
     fakes: Fakes,
     places: Places,
 }
 
-fn world(behaviours: &[(&str, &str)]) -> World {
+fn world(behaviours: &[(&str, &str)]) -> Rig {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join("project")).unwrap();
@@ -34,7 +32,7 @@ fn world(behaviours: &[(&str, &str)]) -> World {
         running: root.join("running"),
         program: fakes.program.clone(),
     };
-    World {
+    Rig {
         _tmp: tmp,
         root,
         fakes,
@@ -54,7 +52,7 @@ fn member(name: &str, entry: bool, callees: &[&str]) -> PlanMember {
 }
 
 /// lead (entry) → coder → reviewer.
-fn chain(w: &World) -> Plan {
+fn chain(w: &Rig) -> Plan {
     Plan {
         project_dir: w.root.join("project"),
         members: vec![
@@ -66,7 +64,7 @@ fn chain(w: &World) -> Plan {
     }
 }
 
-impl World {
+impl Rig {
     fn events(&self, member: &str) -> Vec<Value> {
         self.fakes.events(member)
     }
@@ -82,7 +80,7 @@ impl World {
     }
 }
 
-async fn run(w: &World, plan: &Plan) -> i32 {
+async fn run(w: &Rig, plan: &Plan) -> i32 {
     launch(
         plan,
         &Options {

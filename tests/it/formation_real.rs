@@ -1,10 +1,8 @@
 //! Whole formations of real `mur run` members, launched by the real `mur run --roster`:
 //! kills, signals, wind-down statuses in each member's trace, the deadline, and a scan
 //! for formation tokens everywhere a member could leak one.
-//! MUR_TEST_TIME_SCALE=0.04 scales the spec's waits (docs/testing.md); the e2e suite
+//! MUR_TEST_TIME_SCALE (support::TIME_SCALE) scales the spec's waits (docs/testing.md); the e2e suite
 //! proves the real ones.
-
-mod fake;
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -12,34 +10,40 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fake::wait_gone;
+use crate::support::fake::wait_gone;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
 
+use crate::support::{self, World};
+
 const LIMIT: Duration = Duration::from_secs(30);
 
-struct World {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
+/// A scaffolded team installed in a world.
+struct Team {
+    world: World,
     project: PathBuf,
 }
 
+impl std::ops::Deref for Team {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.world
+    }
+}
+
 fn mur(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mur"));
-    cmd.env("HOME", home)
-        .env("MUR_TEST_TIME_SCALE", "0.04")
-        .stdin(Stdio::null());
+    let mut cmd = support::mur();
+    cmd.env("HOME", home).stdin(Stdio::null());
     cmd
 }
 
 /// `mur new --roster team`; with `busy_lead`, the entry member's harness works on a
 /// task for a minute (process transport) instead of answering at once.
-fn world(busy_lead: bool) -> World {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let home = root.join("home");
-    std::fs::create_dir_all(&home).unwrap();
+fn world(busy_lead: bool) -> Team {
+    let world = World::new();
+    let root = world.root.clone();
+    let home = world.home.clone();
     let ok = |cmd: &mut Command| {
         let out = cmd.output().unwrap();
         assert!(
@@ -74,14 +78,10 @@ fn world(busy_lead: bool) -> World {
     ok(mur(&home)
         .args(["install", "lead", "helper"])
         .current_dir(&project));
-    World {
-        _tmp: tmp,
-        home,
-        project,
-    }
+    Team { world, project }
 }
 
-impl World {
+impl Team {
     fn launch(&self, args: &[&str]) -> Child {
         mur(&self.home)
             .args(["run", "--roster"])
@@ -183,7 +183,7 @@ fn kill_9_of_the_launcher_winds_every_member_down() {
     let w = world(false);
     let mut launcher = w.launch(&[]);
     let up = w.members_up(2);
-    let pids = [World::pid_of(&up, "lead"), World::pid_of(&up, "helper")];
+    let pids = [Team::pid_of(&up, "lead"), Team::pid_of(&up, "helper")];
     kill(Pid::from_raw(launcher.id() as i32), Signal::SIGKILL).unwrap();
     launcher.wait().unwrap();
     let took = wait_gone(&pids, LIMIT);
@@ -197,8 +197,8 @@ fn kill_9_of_the_entry_member_ends_the_formation() {
     let w = world(false);
     let mut launcher = w.launch(&[]);
     let up = w.members_up(2);
-    let helper = World::pid_of(&up, "helper");
-    kill(Pid::from_raw(World::pid_of(&up, "lead")), Signal::SIGKILL).unwrap();
+    let helper = Team::pid_of(&up, "helper");
+    kill(Pid::from_raw(Team::pid_of(&up, "lead")), Signal::SIGKILL).unwrap();
     let status = launcher.wait().unwrap();
     assert_eq!(status.code(), Some(137));
     wait_gone(&[helper], LIMIT);
@@ -210,7 +210,7 @@ fn kill_9_of_the_launcher_s_group_leaves_no_member() {
     let w = world(false);
     let mut launcher = w.launch(&[]);
     let up = w.members_up(2);
-    let pids = [World::pid_of(&up, "lead"), World::pid_of(&up, "helper")];
+    let pids = [Team::pid_of(&up, "lead"), Team::pid_of(&up, "helper")];
     killpg(Pid::from_raw(launcher.id() as i32), Signal::SIGKILL).unwrap();
     launcher.wait().unwrap();
     wait_gone(&pids, LIMIT);
@@ -227,7 +227,7 @@ fn sigterm_to_the_launcher_cancels_the_running_task_as_formation_ended() {
     let w = world(true);
     let mut launcher = w.launch(&["--task", "Work for a minute."]);
     let up = w.members_up(2);
-    let pids = [World::pid_of(&up, "lead"), World::pid_of(&up, "helper")];
+    let pids = [Team::pid_of(&up, "lead"), Team::pid_of(&up, "helper")];
     // Wait until the entry member's task is running.
     let until = Instant::now() + LIMIT;
     while !kinds(&w.trace("lead")).contains(&"a2a_task_received") {

@@ -2,12 +2,10 @@
 //! non-blocking SendMessage, stream order, cancel, paging, acceptance, input-required,
 //! and the operator's methods.
 
-mod door_support;
-
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use door_support::*;
+use crate::support::door::*;
 use mur::door::Acceptance;
 use serde_json::{Value, json};
 

@@ -3,14 +3,13 @@
 //! hands them. Lifeline EOF, the 20 s limit (scaled), the deadline, every E-RUN-046
 //! case, E-RUN-047, W-RUN-007, and no token anywhere it must not be.
 
-mod run_support;
-
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::support::World;
+use crate::support::session::*;
 use command_fds::{CommandFdExt, FdMapping};
 use nix::sys::signal::Signal;
 use rstest::rstest;
-use run_support::*;
 use serde_json::json;
 
 fn member_cmd(w: &World, name: &str) -> std::process::Command {

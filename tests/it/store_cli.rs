@@ -1,12 +1,10 @@
 //! `mur pack`, `mur install` and `mur ls`, run as the real binary with HOME in a
 //! temporary folder.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::*;
+use crate::support::*;
 use rstest::rstest;
 
 #[test]
@@ -355,7 +353,7 @@ fn an_install_killed_while_writing_leaves_no_artifact() {
         })
         .collect();
     std::fs::write(w.path("src/noise.bin"), noise).unwrap();
-    let mut cmd = w.std_mur(&w.proj);
+    let mut cmd = w.mur();
     cmd.arg("install").arg(w.path("src"));
     // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
     unsafe {

@@ -1,6 +1,5 @@
 //! Stand-in members for launcher tests: `MUR_TEST_MEMBER_PROGRAM` pointed at a wrapper
 //! around tests/fixtures/fake_member.py, which speaks the launcher's real protocol.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

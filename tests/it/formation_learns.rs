@@ -5,14 +5,12 @@
 //!
 //! quokka (entry) may call wombat; wombat may call numbat; quokka may not call numbat.
 
-mod run_support;
-
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use crate::support::World;
 use axum::extract::State;
 use axum::routing::post;
-use run_support::*;
 use serde_json::{Value, json};
 
 /// Every request body one member's model server got.

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use std::process::Command;
+
+use crate::support::{self, OutputAssertExt};
 use rstest::rstest;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -50,10 +52,8 @@ impl Project {
     }
 
     fn mur(&self) -> Command {
-        let mut cmd = Command::cargo_bin("mur").unwrap();
-        cmd.env("HOME", self.home.path())
-            .env_remove("MURMUR_FORMATION_ID")
-            .current_dir(self.path());
+        let mut cmd = support::mur();
+        cmd.env("HOME", self.home.path()).current_dir(self.path());
         cmd
     }
 
@@ -376,8 +376,7 @@ fn doctor_takes_a_roster_path_or_its_folder() {
     let other = p.path().join("elsewhere.yaml");
     std::fs::write(&other, roster(&["a"], "")).unwrap();
     let run = |arg: &Path| {
-        let out = Command::cargo_bin("mur")
-            .unwrap()
+        let out = support::mur()
             .env("HOME", p.home.path())
             .current_dir(p.home.path())
             .args(["doctor", "--json", "--roster"])
@@ -507,7 +506,7 @@ fn mur_new_roster_is_admitted_as_written() {
     p.mur().args(["new", "--roster", "team"]).assert().success();
     let team = p.path().join("team");
     let mur = |args: &[&str]| {
-        let mut cmd = Command::cargo_bin("mur").unwrap();
+        let mut cmd = support::mur();
         cmd.env("HOME", p.home.path()).current_dir(&team).args(args);
         cmd.output().unwrap()
     };

@@ -1,71 +1,63 @@
 //! `mur run --roster` as a user runs it: the real binary, a real installed roster,
 //! real signals and SIGKILLs. Members are stand-ins (tests/fake) so that these tests
 //! prove the launcher's own guarantees; the member side has its own tests.
-//! MUR_TEST_TIME_SCALE=0.04 turns the 25 s group kill into 1 s.
-
-mod fake;
+//! MUR_TEST_TIME_SCALE (support::TIME_SCALE) turns the 25 s group kill into 1.25 s.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fake::{Fakes, gone, wait_gone};
+use crate::support::fake::{Fakes, gone, wait_gone};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-const SCALE: &str = "0.04";
+use crate::support::{self, World};
 
-struct World {
-    tmp: tempfile::TempDir,
-    home: PathBuf,
+/// A scaffolded team installed in a world, its members stand-ins.
+struct Team {
+    world: World,
     project: PathBuf,
     fakes: Fakes,
 }
 
-fn mur() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mur"))
+impl std::ops::Deref for Team {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.world
+    }
 }
 
 /// `mur new --roster team` and `mur install lead helper`, for real.
-fn world(behaviours: &[(&str, &str)]) -> World {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let home = root.join("home");
-    std::fs::create_dir_all(&home).unwrap();
+fn world(behaviours: &[(&str, &str)]) -> Team {
+    let world = World::new();
+    let root = world.root.clone();
     let ok = |cmd: &mut Command| {
-        let out = cmd.env("HOME", &home).output().unwrap();
+        let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    ok(mur().args(["new", "--roster", "team"]).current_dir(&root));
+    ok(world.mur_in(&root).args(["new", "--roster", "team"]));
     let project = root.join("team");
-    ok(mur()
-        .args(["install", "lead", "helper"])
-        .current_dir(&project));
+    ok(world.mur_in(&project).args(["install", "lead", "helper"]));
     let fakes = Fakes::new(&root, behaviours);
-    World {
-        tmp,
-        home,
+    Team {
+        world,
         project,
         fakes,
     }
 }
 
-impl World {
+impl Team {
     fn launcher(&self, args: &[&str]) -> Command {
-        let mut cmd = mur();
+        let mut cmd = self.mur_in(&self.project);
         cmd.arg("run")
             .arg("--roster")
             .args(args)
-            .current_dir(&self.project)
-            .env("HOME", &self.home)
             .env("MUR_TEST_MEMBER_PROGRAM", &self.fakes.program)
-            .env("MUR_TEST_TIME_SCALE", SCALE)
-            .env_remove("MURMUR_FORMATION_ID")
             .stdin(Stdio::null());
         cmd
     }
@@ -82,7 +74,7 @@ impl World {
     }
 
     fn stderr_path(&self) -> PathBuf {
-        self.tmp.path().join("launcher.stderr")
+        self.root.join("launcher.stderr")
     }
 
     fn stderr(&self) -> String {
@@ -289,7 +281,7 @@ fn retention_removes_the_oldest_formation_with_the_spec_s_line() {
         format!("{text}\ntrace:\n  retain:\n    max_sessions: 1\n"),
     )
     .unwrap();
-    let out = mur()
+    let out = support::mur()
         .args(["install", "--force", "lead"])
         .current_dir(&w.project)
         .env("HOME", &w.home)

@@ -2,12 +2,10 @@
 //! the spec's "Giving a member work", "How reachability is enforced" and "What a
 //! member's components are handed".
 
-mod call_member_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use call_member_support::*;
+use crate::support::call_member::*;
 use mur::agent::{Message, Outcome, ToolCall};
 use mur::call_member::{CallConfig, CallMember, Trust, fence};
 use mur::credential::FormationKey;

@@ -1,61 +1,101 @@
-//! Helpers for the store, pack and lock tests: a temporary HOME and project, the real
-//! `mur` binary run in them, capsule sources and hand-made archives.
-#![allow(dead_code)]
+//! The one harness of the integration tests: a `World` (a temporary HOME and project,
+//! and the real `mur` run in them with a clean environment), plus one submodule per
+//! kind of fixture: `session` (sessions as real processes, a launcher's side of a
+//! formation), `door` (a real door on 127.0.0.1), `call_member` (doors running the
+//! agent loop), `fake` (stand-in members for the launcher).
+
+pub mod call_member;
+pub mod door;
+pub mod fake;
+pub mod session;
 
 use std::io::{Cursor, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
+pub use assert_cmd::prelude::*;
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
+
+pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
+
+/// The one scale every `mur` the tests start puts on the spec's waits
+/// (`MUR_TEST_TIME_SCALE`, src/timing.rs): 20 s become 1 s, 25 s become 1.25 s.
+pub const TIME_SCALE: &str = "0.05";
+
+/// The real `mur`, with nothing of the test's own environment that mur reads: every
+/// `MURMUR_*` (a test run inside a formation member would otherwise be one) and every
+/// `MUR_TEST_*` is removed, then the one time scale is set.
+pub fn mur() -> Command {
+    let mut cmd = Command::new(MUR);
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if text.starts_with("MURMUR_") || text.starts_with("MUR_TEST_") {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd.env("MUR_TEST_TIME_SCALE", TIME_SCALE);
+    cmd
+}
 
 /// A temporary folder holding `home/` (HOME) and `proj/` (the current folder).
 pub struct World {
     pub dir: tempfile::TempDir,
+    /// `dir`, canonical (members and records name real paths).
+    pub root: PathBuf,
     pub home: PathBuf,
     pub proj: PathBuf,
+}
+
+impl Default for World {
+    fn default() -> Self {
+        World::new()
+    }
 }
 
 impl World {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let proj = dir.path().join("proj");
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let proj = root.join("proj");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&proj).unwrap();
-        World { dir, home, proj }
+        World {
+            dir,
+            root,
+            home,
+            proj,
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
+        self.root.join(rel)
     }
 
-    /// `mur` with HOME set to `home` and run in `proj`.
-    pub fn mur(&self) -> assert_cmd::Command {
+    /// `mur` (see [`mur`]) with HOME set to `home` and run in `proj`.
+    pub fn mur(&self) -> Command {
         self.mur_in(&self.proj)
     }
 
-    pub fn mur_in(&self, cwd: &Path) -> assert_cmd::Command {
-        assert_cmd::Command::from_std(self.std_mur(cwd))
-    }
-
-    pub fn std_mur(&self, cwd: &Path) -> std::process::Command {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mur"));
+    pub fn mur_in(&self, cwd: &Path) -> Command {
+        let mut cmd = mur();
         cmd.env("HOME", &self.home).current_dir(cwd);
         cmd
     }
 
     /// `mur` as an unprivileged user when the tests run as root, so that file
     /// permissions bind it; the whole world is opened to that user.
-    pub fn mur_unprivileged(&self) -> assert_cmd::Command {
-        let mut cmd = self.std_mur(&self.proj);
+    pub fn mur_unprivileged(&self) -> Command {
+        let mut cmd = self.mur();
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             chown_all(self.dir.path(), 65534);
             cmd.uid(65534).gid(65534);
         }
-        assert_cmd::Command::from_std(cmd)
+        cmd
     }
 
     /// Every file under the project's and home's .murmur, with its bytes.

@@ -1,5 +1,4 @@
 //! A real door on 127.0.0.1 with an echo runner, and a client that speaks to it.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,7 +50,7 @@ pub struct Fixture {
     /// Each permit lets one `hold` task finish.
     pub gate: Arc<Semaphore>,
     pub stops: Arc<AtomicUsize>,
-    pub files: tempfile::TempDir,
+    pub _files: tempfile::TempDir,
 }
 
 pub async fn start(setup: Setup) -> Fixture {
@@ -89,7 +88,7 @@ pub async fn start(setup: Setup) -> Fixture {
         key,
         gate,
         stops,
-        files,
+        _files: files,
     }
 }
 

@@ -1,7 +1,6 @@
 //! Real doors on 127.0.0.1 for the call-member tests: a formation key as the launcher
 //! holds it, doors that run each task through the agent loop (built-in model, with
 //! call-member when the member may call someone), or hold tasks until released.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
+use crate::support;
 use mur::manifest::{self, Transport};
 use rstest::rstest;
 
@@ -20,8 +20,7 @@ impl Sandbox {
     }
 
     fn mur(&self, args: &[&str]) -> std::process::Output {
-        Command::cargo_bin("mur")
-            .unwrap()
+        support::mur()
             .args(args)
             .current_dir(self.work.path())
             .env("HOME", self.home.path())

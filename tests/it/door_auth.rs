@@ -1,9 +1,7 @@
 //! Auth at a real door: one case per row of the spec's "What a door answers" table
 //! and of the formation token's scope table, then who sees which task.
 
-mod door_support;
-
-use door_support::*;
+use crate::support::door::*;
 use reqwest::StatusCode;
 use rstest::rstest;
 use serde_json::{Value, json};

@@ -1,10 +1,8 @@
 //! `mur lock`, run as the real binary with HOME in a temporary folder.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 
-use common::*;
+use crate::support::*;
 use rstest::rstest;
 
 const ROSTER: &str = "roster_version: 1

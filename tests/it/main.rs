@@ -1,0 +1,24 @@
+//! The integration tests, one binary (as ripgrep's tests/tests.rs and uv's
+//! tests/it/main.rs): one link step, one harness in `support`, one module per area.
+
+mod support;
+
+mod a2a_sdk;
+mod a2a_wire;
+mod admission;
+mod call_member;
+mod catalogue_docs;
+mod door_a2a;
+mod door_auth;
+mod door_bad_input;
+mod door_trust;
+mod formation_cli;
+mod formation_learns;
+mod formation_real;
+mod launch;
+mod lock_cli;
+mod manifest;
+mod new;
+mod run_formation;
+mod run_session;
+mod store_cli;
