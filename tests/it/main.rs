@@ -15,6 +15,7 @@ mod door_trust;
 mod formation_cli;
 mod formation_learns;
 mod formation_real;
+mod human_output;
 mod launch;
 mod lock_cli;
 mod manifest;

@@ -1,0 +1,157 @@
+//! The human output of `mur doctor`, `mur trace show`, `mur ps` and `mur explain`, held
+//! whole by insta snapshots (tests/it/snapshots/). Ids, pids, ports, times, digests and
+//! the world's paths are filtered to placeholders so that a snapshot changes only when
+//! the text does.
+
+use std::process::Output;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::support::session::{SLEEPER, Session};
+use crate::support::{World, stderr, stdout};
+
+/// Runs `f` with the filters that make `w`'s output stable.
+fn filtered(w: &World, f: impl FnOnce()) {
+    let root = regex_escape(&w.root.to_string_lossy());
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.add_filter(&root, "[ROOT]");
+    settings.add_filter(r"ses_[0-9a-f]{32}", "[SESSION]");
+    settings.add_filter(r"tsk_[0-9a-f]{32}", "[TASK]");
+    settings.add_filter(r"frm_[0-9a-f]{32}", "[FORMATION]");
+    settings.add_filter(r"sha256:[0-9a-f]{64}", "sha256:[SHA256]");
+    settings.add_filter(r"\b\d{2}:\d{2}:\d{2}\.\d{3}\b", "[TIME]");
+    settings.add_filter(r"\bpid \d+", "pid [PID]");
+    // `mur ps` pads its columns: a pid and a door URL of any width become one token.
+    settings.add_filter(r" +\d+  (local/)", " [PID]  $1");
+    settings.add_filter(r"http://127\.0\.0\.1:\d+/? *", "[DOOR] ");
+    settings.bind(f);
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
+}
+
+/// Runs `mur` with `args` in the world's project and expects `code`.
+fn run(w: &World, args: &[&str], code: i32) -> Output {
+    let out = w.mur().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
+    out
+}
+
+/// stderr without the one warning that depends on who runs the tests (W-SEC-013, root).
+fn stderr_as_user(out: &Output) -> String {
+    let text = stderr(out);
+    let mut lines = Vec::new();
+    let mut skip_hint = false;
+    for line in text.lines() {
+        if line.starts_with("warning[W-SEC-013]") {
+            skip_hint = true;
+            continue;
+        }
+        if skip_hint && line.starts_with("  = hint:") {
+            skip_hint = false;
+            continue;
+        }
+        skip_hint = false;
+        lines.push(line);
+    }
+    lines.join("\n")
+}
+
+/// A world holding the scaffolded team (`mur new --roster team`), installed; the
+/// project is `team/`.
+fn team() -> (World, std::path::PathBuf) {
+    let w = World::new();
+    run_in(&w, &w.proj, &["new", "--roster", "team"]);
+    let team = w.proj.join("team");
+    run_in(&w, &team, &["install", "lead", "helper"]);
+    (w, team)
+}
+
+fn run_in(w: &World, cwd: &std::path::Path, args: &[&str]) -> Output {
+    let out = w.mur_in(cwd).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+#[test]
+fn doctor_of_an_admitted_roster() {
+    let (w, team) = team();
+    let out = run_in(&w, &team, &["doctor"]);
+    filtered(&w, || insta::assert_snapshot!(stdout(&out)));
+}
+
+#[test]
+fn doctor_of_a_refused_roster() {
+    let (w, team) = team();
+    std::fs::remove_dir_all(team.join(".murmur/artifacts")).unwrap();
+    let out = w.mur_in(&team).arg("doctor").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    filtered(&w, || insta::assert_snapshot!(stderr_as_user(&out)));
+}
+
+#[test]
+fn trace_show_of_a_finished_session() {
+    let (w, team) = team();
+    let task = [
+        "run",
+        "--capsule",
+        "local/team-lead",
+        "--capsule-version",
+        "0.1.0",
+    ];
+    run_in(&w, &team, &[&task[..], &["--task", "hello"]].concat());
+    let ids = w.sessions();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let out = run(&w, &["trace", "show", &ids[0]], 0);
+    filtered(&w, || insta::assert_snapshot!(stdout(&out)));
+}
+
+#[test]
+fn ps_of_one_live_session() {
+    let w = World::new();
+    w.install("sleeper", "", Some(SLEEPER));
+    let mut cmd = w.run("sleeper");
+    cmd.arg("--json");
+    let s = Session::spawn(cmd);
+    s.ready();
+    let out = run(&w, &["ps"], 0);
+    s.signal(Signal::SIGTERM);
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "idle at SIGTERM: {stderr}");
+    filtered(&w, || insta::assert_snapshot!(stdout(&out)));
+}
+
+#[test]
+fn ps_with_nothing_running() {
+    let w = World::new();
+    let out = run(&w, &["ps"], 0);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr_as_user(&out), "no running sessions");
+}
+
+#[test]
+fn explain_one_code() {
+    let w = World::new();
+    let out = run(&w, &["explain", "E-RUN-001"], 0);
+    filtered(&w, || insta::assert_snapshot!(stdout(&out)));
+}
+
+#[test]
+fn explain_an_unknown_code() {
+    let w = World::new();
+    let out = w.mur().args(["explain", "E-NOPE-999"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    filtered(&w, || insta::assert_snapshot!(stderr_as_user(&out)));
+}
