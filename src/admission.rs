@@ -48,6 +48,37 @@ pub struct AdmittedMember {
 }
 
 impl Admitted {
+    /// The admitted roster from what checks 6–8 found: `bound` in roster order, and
+    /// `edges` as (from, to) roster indices.
+    fn new(
+        roster: Roster,
+        project_dir: PathBuf,
+        bound: Vec<(Installed, Manifest)>,
+        edges: &[(usize, usize)],
+        warnings: Vec<Diagnostic>,
+    ) -> Admitted {
+        let names = |i: usize| roster.members[i].name.clone();
+        let edges = edges.iter().map(|&(f, t)| (names(f), names(t))).collect();
+        let members = roster
+            .members
+            .iter()
+            .zip(bound)
+            .map(|(m, (installed, manifest))| AdmittedMember {
+                name: m.name.clone(),
+                entry: m.entry,
+                installed,
+                manifest,
+            })
+            .collect();
+        Admitted {
+            roster,
+            project_dir,
+            members,
+            edges,
+            warnings,
+        }
+    }
+
     /// The entry member (an admitted roster has exactly one).
     pub fn entry(&self) -> &AdmittedMember {
         self.members
@@ -101,30 +132,7 @@ pub fn admit_report(roster_path: &Path) -> Result<Admitted, Refusal> {
     let edges = edges(&roster, &accepts);
     doors_authenticate(&roster, &bound, &edges)?;
     let warnings = crowded(&roster, &bound, &edges);
-
-    let names = |i: usize| roster.members[i].name.clone();
-    let edges = edges
-        .into_iter()
-        .map(|(f, t)| (names(f), names(t)))
-        .collect();
-    let members = roster
-        .members
-        .iter()
-        .zip(bound)
-        .map(|(m, (installed, manifest))| AdmittedMember {
-            name: m.name.clone(),
-            entry: m.entry,
-            installed,
-            manifest,
-        })
-        .collect();
-    Ok(Admitted {
-        roster,
-        project_dir,
-        members,
-        edges,
-        warnings,
-    })
+    Ok(Admitted::new(roster, project_dir, bound, &edges, warnings))
 }
 
 /// The folder that holds the roster file, symlinks resolved.

@@ -320,6 +320,7 @@ fn start_makes_the_directory_the_trace_and_murmur_md() {
     // Nothing was made in the work folder.
     assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
     // The same session cannot start twice, and the refusal leaves the first intact.
-    assert!(start(root.path(), work.path(), &identity, &info).is_err());
+    let again = start(root.path(), work.path(), &identity, &info).unwrap_err();
+    assert_eq!(again.code, catalogue::E_REC_001, "{again}");
     assert!(s.records.trace_path().is_file());
 }

@@ -335,7 +335,10 @@ mod tests {
         let dir = RunningDir::new(root.path());
         for id in ["", "../x", "a/b"] {
             assert_eq!(dir.token(id).unwrap_err().code, catalogue::E_REC_004);
-            assert!(dir.register(&record(id, 1), "t").is_err());
+            let refused = dir.register(&record(id, 1), "t").unwrap_err();
+            assert_eq!(refused.code, catalogue::E_REC_004, "{id:?}");
         }
+        // Refused before anything is written.
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
     }
 }

@@ -229,27 +229,8 @@ fn admitted_answers_entry_callees_and_callers() {
         "reachability:\n  - {from: c, to: [b]}\n  - {from: e, to: [c, b]}\n",
     );
     let accepts = accepts(&bound);
-    let names = |i: usize| roster.members[i].name.clone();
-    let admitted = Admitted {
-        edges: edges(&roster, &accepts)
-            .into_iter()
-            .map(|(f, t)| (names(f), names(t)))
-            .collect(),
-        members: roster
-            .members
-            .iter()
-            .zip(bound)
-            .map(|(m, (installed, manifest))| AdmittedMember {
-                name: m.name.clone(),
-                entry: m.entry,
-                installed,
-                manifest,
-            })
-            .collect(),
-        project_dir: PathBuf::from("."),
-        warnings: Vec::new(),
-        roster,
-    };
+    let edges = edges(&roster, &accepts);
+    let admitted = Admitted::new(roster, PathBuf::from("."), bound, &edges, Vec::new());
     assert_eq!(admitted.entry().name, "e");
     assert_eq!(admitted.callees("e"), ["b", "c"]);
     assert_eq!(admitted.callees("b"), Vec::<&str>::new());
