@@ -364,9 +364,15 @@ fn refusal_in_human_form_names_code_place_and_hint() {
     let out = p.mur().arg("doctor").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("error[E-ROS-001]: member `a`"), "{err}");
-    assert!(err.contains("--> roster.yaml:3:24"), "{err}");
-    assert!(err.contains("hint: Write `capsule: local/coder`"), "{err}");
+    assert_eq!(
+        err,
+        "roster.yaml: refused\n\
+         error[E-ROS-001]: member `a`: `capsule: coder` is a bare name; a member names its \
+         capsule by its full name, `<scope>/<name>`\n  \
+         --> roster.yaml:3:24\n  \
+         = hint: Write `capsule: local/coder` for a capsule installed from its .mur.zip, or \
+         `<scope>/coder` with the scope it was installed under.\n"
+    );
 }
 
 #[test]

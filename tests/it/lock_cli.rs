@@ -82,9 +82,15 @@ artifacts:
         installed_sha(&w, "~/.murmur/artifacts/local/planner/0.3.0.mur.zip"),
     );
     assert_eq!(text, expected);
-    assert!(stdout(&o).contains("wrote"), "{}", stdout(&o));
+    let wrote = format!("wrote {} (3 pins)", w.proj.join("murmur.lock").display());
+    assert_eq!(
+        stdout(&o).lines().last(),
+        Some(wrote.as_str()),
+        "{}",
+        stdout(&o)
+    );
     let o = w.mur().arg("lock").output().unwrap();
-    assert!(stdout(&o).contains("up to date"), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "murmur.lock is up to date (3 pins)\n");
     // Other bytes installed: the next `mur lock` pins them.
     std::fs::write(w.path("coder/docs/notes.md"), "new\n").unwrap();
     w.mur()

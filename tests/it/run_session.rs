@@ -103,7 +103,13 @@ fn capsule_not_installed_is_e_run_001() {
     let w = World::new();
     let out = w.run("nothere").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("E-RUN-001"));
+    let refusal = format!(
+        "error[E-RUN-001]: local/nothere 1.0.0 is installed in neither {}/.murmur/artifacts nor {}/.murmur/artifacts",
+        w.proj.display(),
+        w.home.display()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.lines().any(|l| l == refusal), "{stderr}");
     assert!(w.sessions().is_empty(), "a refusal stages nothing");
 }
 

@@ -75,18 +75,25 @@ fn install_from_a_zip_or_a_folder_gives_the_same_artifact() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("installed local/coder 1.2.0"),
-        "{}",
-        stdout(&o)
-    );
     let stored = w.proj.join(".murmur/artifacts/local/coder/1.2.0.mur.zip");
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "installed local/coder 1.2.0 into the project store: {}\n  sha256 {sha}\n",
+            stored.display()
+        )
+    );
     assert_eq!(sha256_hex(&std::fs::read(&stored).unwrap()), sha);
     // The folder packs in memory to the same bytes: a no-op that says so.
     let o = w.mur().arg("install").arg(w.path("src")).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("same bytes"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("nothing to do"), "{}", stdout(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "local/coder 1.2.0 is already installed in the project store with the same bytes \
+             (sha256 {sha}); nothing to do\n"
+        )
+    );
 }
 
 #[test]
