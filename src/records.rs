@@ -534,5 +534,4 @@ fn replace_result(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-#[path = "records_tests.rs"]
 mod tests;

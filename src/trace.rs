@@ -623,5 +623,4 @@ pub fn parse(text: &str, file: &Path) -> Result<Trace> {
 }
 
 #[cfg(test)]
-#[path = "trace_tests.rs"]
 mod tests;

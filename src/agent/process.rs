@@ -354,5 +354,4 @@ fn parse_line(line: &str) -> Result<Reply, String> {
 }
 
 #[cfg(test)]
-#[path = "process_tests.rs"]
 mod tests;

@@ -442,7 +442,7 @@ fn every_record_renders_on_one_line() {
 /// field that type can write, so no record or field goes undocumented.
 #[test]
 fn docs_trace_md_documents_every_record_and_field() {
-    let doc = include_str!("../docs/trace.md");
+    let doc = include_str!("../../docs/trace.md");
     for e in every_event() {
         let kind = e.kind();
         let heading = format!("### `{kind}`");

@@ -442,7 +442,7 @@ impl Tool for Member {
 
 #[tokio::test]
 async fn the_minimal_harness_in_docs_agent_md_works_as_documented() {
-    let doc = include_str!("../../docs/agent.md");
+    let doc = include_str!("../../../docs/agent.md");
     let after = &doc[doc
         .find("A minimal harness:")
         .expect("the doc shows a harness")..];
