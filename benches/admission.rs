@@ -4,8 +4,10 @@
 
 use std::hint::black_box;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[path = "../tests/it/support/clean.rs"]
+mod clean;
 
 const MEMBERS: usize = 64;
 const RUNS: usize = 40;
@@ -37,7 +39,7 @@ fn main() {
         ));
     }
     roster.push_str("reachability: all\n");
-    let status = Command::new(env!("CARGO_BIN_EXE_mur"))
+    let status = clean::clean_mur()
         .arg("install")
         .args(&folders)
         .current_dir(project.path())

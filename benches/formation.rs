@@ -13,13 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+#[path = "../tests/it/support/clean.rs"]
+mod clean;
+
 const SIZES: [usize; 3] = [2, 8, 32];
 const RUNS: usize = 5;
 /// The busy entry member's harness: reads its task and works on it for a minute.
 const BUSY_HARNESS: &str = "busy-harness.sh";
 
 fn mur(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mur"));
+    let mut cmd = clean::clean_mur();
     cmd.env("HOME", home).stdin(Stdio::null());
     cmd
 }

@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "../tests/it/support/clean.rs"]
+mod clean;
+
 const RUNS: usize = 5;
 const CONNECTIONS: usize = 8;
 /// A bound on each throughput run besides its length.
@@ -69,7 +72,7 @@ fn project(home: &Path) -> PathBuf {
          lifecycle:\n  task_acceptance: queue\n  queue_depth: 64\nnetwork:\n  authentication: {}\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mur"))
+    let out = clean::clean_mur()
         .env("HOME", home)
         .arg("install")
         .arg(&capsule)
@@ -109,7 +112,7 @@ fn card(url: &str) -> String {
 /// Spawns `mur run --json`; the server and the time from spawn to the card answering.
 fn start_mur(home: &Path, project: &Path) -> (Server, Duration) {
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mur"))
+    let mut child = clean::clean_mur()
         .env("HOME", home)
         .args(["run", "--json", "--capsule", "local/echo"])
         .args(["--capsule-version", "1.0.0"])

@@ -5,6 +5,7 @@
 //! agent loop), `fake` (stand-in members for the launcher).
 
 pub mod call_member;
+mod clean;
 pub mod door;
 pub mod fake;
 pub mod session;
@@ -19,23 +20,14 @@ pub use assert_cmd::prelude::*;
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
-pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
-
 /// The one scale every `mur` the tests start puts on the spec's waits
 /// (`MUR_TEST_TIME_SCALE`, src/timing.rs): 20 s become 1 s, 25 s become 1.25 s.
 pub const TIME_SCALE: &str = "0.05";
 
-/// The real `mur`, with nothing of the test's own environment that mur reads: every
-/// `MURMUR_*` (a test run inside a formation member would otherwise be one) and every
-/// `MUR_TEST_*` is removed, then the one time scale is set.
+/// The real `mur` with a clean environment (`clean::clean_mur`: no `MURMUR_*`, no
+/// `MUR_TEST_*` of the test's own), then the one time scale.
 pub fn mur() -> Command {
-    let mut cmd = Command::new(MUR);
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if text.starts_with("MURMUR_") || text.starts_with("MUR_TEST_") {
-            cmd.env_remove(&name);
-        }
-    }
+    let mut cmd = clean::clean_mur();
     cmd.env("MUR_TEST_TIME_SCALE", TIME_SCALE);
     cmd
 }
