@@ -15,7 +15,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{self, World};
+use crate::support::{self, World, files_under};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -127,7 +127,7 @@ impl Team {
 
     /// Every trace under ~/.murmur/records, by the member its session_start names.
     fn trace(&self, member: &str) -> Vec<Value> {
-        for file in walk(&self.home.join(".murmur/records")) {
+        for file in files_under(&self.home.join(".murmur/records")) {
             if file.file_name().is_some_and(|n| n == "trace.jsonl") {
                 let records: Vec<Value> = std::fs::read_to_string(&file)
                     .unwrap()
@@ -144,19 +144,6 @@ impl Team {
         }
         panic!("no trace for {member}");
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p))
-        } else {
-            out.push(p)
-        }
-    }
-    out
 }
 
 fn kinds(trace: &[Value]) -> Vec<&str> {
@@ -247,7 +234,7 @@ fn sigterm_to_the_launcher_cancels_the_running_task_as_formation_ended() {
         end.get("error_code").is_none_or(|c| c != "E-RUN-040"),
         "no E-RUN-040: {end}"
     );
-    let result = walk(&w.home.join(".murmur/records"))
+    let result = files_under(&w.home.join(".murmur/records"))
         .into_iter()
         .find(|p| {
             p.ends_with("out/result.txt")
@@ -312,7 +299,7 @@ fn no_formation_token_anywhere_a_member_could_leak_one() {
     let host_warnings = seen.matches("warning[W-SEC-013]").count();
     let expected = usize::from(nix::unistd::geteuid().is_root());
     assert_eq!(host_warnings, expected, "{seen}");
-    for file in walk(&w.home) {
+    for file in files_under(&w.home) {
         let bytes = std::fs::read(&file).unwrap_or_default();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("mft1."),

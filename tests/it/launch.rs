@@ -11,6 +11,7 @@ use mur::retention::{Dirs, Policy};
 use serde_json::Value;
 
 use crate::support::fake::Fakes;
+use crate::support::files_under;
 
 struct Rig {
     _tmp: tempfile::TempDir,
@@ -240,7 +241,7 @@ async fn one_token_per_edge_signed_for_that_edge_and_nowhere_else() {
             );
         }
     }
-    for entry in walk(&w.places.retention.formations) {
+    for entry in files_under(&w.places.retention.formations) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         assert!(
@@ -331,20 +332,4 @@ async fn a_roster_of_one_makes_no_formation_directory() {
     assert_eq!(run(&w, &plan).await, 0);
     assert!(w.event("solo", "started").is_some());
     assert!(!w.places.retention.formations.exists());
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
