@@ -5,14 +5,13 @@ use std::path::{Path, PathBuf};
 
 use std::process::Command;
 
-use crate::support::{self, OutputAssertExt};
+use crate::support::{OutputAssertExt, World};
 use rstest::rstest;
 use serde_json::Value;
-use tempfile::TempDir;
 
+/// A world whose project folder holds the roster; capsule sources go under HOME.
 struct Project {
-    home: TempDir,
-    dir: TempDir,
+    world: World,
 }
 
 /// What a capsule declares: serves peers, authenticates, queues N.
@@ -42,26 +41,23 @@ const BARE: Decl = Decl {
 impl Project {
     fn new() -> Self {
         Project {
-            home: tempfile::tempdir().unwrap(),
-            dir: tempfile::tempdir().unwrap(),
+            world: World::new(),
         }
     }
 
     fn path(&self) -> &Path {
-        self.dir.path()
+        &self.world.proj
     }
 
     fn mur(&self) -> Command {
-        let mut cmd = support::mur();
-        cmd.env("HOME", self.home.path()).current_dir(self.path());
-        cmd
+        self.world.mur()
     }
 
     /// A capsule source folder outside the project.
     fn capsule(&self, name: &str, version: &str, decl: Decl) -> PathBuf {
         let dir = self
+            .world
             .home
-            .path()
             .join("src")
             .join(format!("{name}-{version}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -382,9 +378,9 @@ fn doctor_takes_a_roster_path_or_its_folder() {
     let other = p.path().join("elsewhere.yaml");
     std::fs::write(&other, roster(&["a"], "")).unwrap();
     let run = |arg: &Path| {
-        let out = support::mur()
-            .env("HOME", p.home.path())
-            .current_dir(p.home.path())
+        let out = p
+            .world
+            .mur_in(&p.world.home)
             .args(["doctor", "--json", "--roster"])
             .arg(arg)
             .output()
@@ -511,11 +507,7 @@ fn mur_new_roster_is_admitted_as_written() {
     let p = Project::new();
     p.mur().args(["new", "--roster", "team"]).assert().success();
     let team = p.path().join("team");
-    let mur = |args: &[&str]| {
-        let mut cmd = support::mur();
-        cmd.env("HOME", p.home.path()).current_dir(&team).args(args);
-        cmd.output().unwrap()
-    };
+    let mur = |args: &[&str]| p.world.mur_in(&team).args(args).output().unwrap();
     let out = mur(&["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("E-ROS-007"));

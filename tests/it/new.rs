@@ -2,34 +2,28 @@
 
 use std::path::Path;
 
-use crate::support;
+use crate::support::World;
 use mur::manifest::{self, Transport};
 use rstest::rstest;
 
+/// A world whose project folder is where `mur new` writes.
 struct Sandbox {
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
+    world: World,
 }
 
 impl Sandbox {
     fn new() -> Self {
         Sandbox {
-            home: tempfile::tempdir().unwrap(),
-            work: tempfile::tempdir().unwrap(),
+            world: World::new(),
         }
     }
 
     fn mur(&self, args: &[&str]) -> std::process::Output {
-        support::mur()
-            .args(args)
-            .current_dir(self.work.path())
-            .env("HOME", self.home.path())
-            .output()
-            .unwrap()
+        self.world.mur().args(args).output().unwrap()
     }
 
     fn entries(&self) -> Vec<String> {
-        let mut names: Vec<_> = std::fs::read_dir(self.work.path())
+        let mut names: Vec<_> = std::fs::read_dir(&self.world.proj)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
@@ -39,7 +33,7 @@ impl Sandbox {
 
     /// `mur new` keeps nothing in ~/.murmur or anywhere else under HOME.
     fn home_untouched(&self) {
-        assert_eq!(std::fs::read_dir(self.home.path()).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(&self.world.home).unwrap().count(), 0);
     }
 }
 
@@ -58,7 +52,7 @@ fn new_writes_a_capsule_that_parses() {
         text(&out.stdout)
     );
     assert_eq!(s.entries(), ["my-agent"]);
-    let dir = s.work.path().join("my-agent");
+    let dir = s.world.proj.join("my-agent");
     let m = manifest::load(&dir.join(manifest::FILE_NAME)).unwrap();
     assert_eq!(m.name, "my-agent");
     assert_eq!(m.version, "0.1.0");
@@ -77,7 +71,7 @@ fn new_roster_writes_a_formation_whose_members_parse() {
         "{}",
         text(&out.stdout)
     );
-    let dir = s.work.path().join("team");
+    let dir = s.world.proj.join("team");
     let mut files: Vec<_> = walk(&dir);
     files.sort();
     assert_eq!(
@@ -132,7 +126,7 @@ fn new_roster_writes_a_formation_whose_members_parse() {
 #[case::roster(&["new", "--roster", "taken"])]
 fn an_existing_target_is_refused_and_left_alone(#[case] args: &[&str]) {
     let s = Sandbox::new();
-    let taken = s.work.path().join("taken");
+    let taken = s.world.proj.join("taken");
     std::fs::create_dir(&taken).unwrap();
     std::fs::write(taken.join("notes.txt"), "mine").unwrap();
     let out = s.mur(args);
@@ -181,7 +175,7 @@ fn the_longest_name_is_accepted() {
     assert_eq!(name.len(), 32);
     let out = s.mur(&["new", "--roster", name]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let helper = manifest::load(&s.work.path().join(name).join("helper")).unwrap();
+    let helper = manifest::load(&s.world.proj.join(name).join("helper")).unwrap();
     assert_eq!(helper.name, format!("{name}-helper"));
 }
 
