@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod door;
 pub mod explain;
 pub mod formation;
+pub mod fsutil;
 pub mod host;
 pub mod lifeline;
 pub mod lock;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::agent::{Artifact, FileContent, Outcome, Part};
 use crate::catalogue;
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Durability};
 use crate::paths;
 
 mod flush;
@@ -142,7 +143,9 @@ impl Records {
     /// Writes MURMUR.md (see [`murmur_md`]) and returns its text.
     pub fn write_murmur_md(&self, identity: &Identity, workdir: &Path) -> Result<String> {
         let text = murmur_md(identity, workdir, self);
-        write_atomic(&self.murmur_md_path(), text.as_bytes())?;
+        let path = self.murmur_md_path();
+        fsutil::write_atomic(&path, text.as_bytes(), 0o600, Durability::Data)
+            .map_err(|e| fsutil::write_failed(catalogue::E_REC_001, &path, &e))?;
         Ok(text)
     }
 
@@ -199,7 +202,9 @@ impl Records {
                                 format!("cannot create {}: {e}", dir.display()),
                             )
                         })?;
-                    write_atomic(&dir.join(&name), bytes)?;
+                    let path = dir.join(&name);
+                    fsutil::write_atomic(&path, bytes, 0o600, Durability::Data)
+                        .map_err(|e| fsutil::write_failed(catalogue::E_REC_001, &path, &e))?;
                     saved.push(format!("out/files/{name}"));
                 }
             }
@@ -472,30 +477,6 @@ fn line(state: &str, text: &str) -> String {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same folder (mode 0600)
-/// renamed over it, so readers never see a half-written file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_as(catalogue::E_REC_001, path, bytes)
-}
-
-/// [`write_atomic`], failing with `code`.
-pub(crate) fn write_atomic_as(code: catalogue::Code, path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let fail = |e: std::io::Error| {
-        Diagnostic::new(code, format!("cannot write {}: {e}", path.display())).in_file(path)
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_data())
-        .map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
 }
 
 /// The spare file out/result.txt is swapped with.

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalogue;
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Durability};
 use crate::paths;
-use crate::records::write_atomic_as;
 
 /// One live session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,11 +100,14 @@ impl RunningDir {
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| fail("create", &self.dir, &e))?;
-        write_atomic_as(
-            catalogue::E_REC_004,
-            &self.token_path(&record.session_id),
+        let token_path = self.token_path(&record.session_id);
+        fsutil::write_atomic(
+            &token_path,
             format!("{token}\n").as_bytes(),
-        )?;
+            0o600,
+            Durability::Data,
+        )
+        .map_err(|e| fsutil::write_failed(catalogue::E_REC_004, &token_path, &e))?;
         if let Err(e) = self.update(record) {
             let _ = std::fs::remove_file(self.token_path(&record.session_id));
             return Err(e);
@@ -121,11 +124,9 @@ impl RunningDir {
                 format!("record does not serialize: {e}"),
             )
         })?;
-        write_atomic_as(
-            catalogue::E_REC_004,
-            &self.json_path(&record.session_id),
-            &json,
-        )
+        let path = self.json_path(&record.session_id);
+        fsutil::write_atomic(&path, &json, 0o600, Durability::Data)
+            .map_err(|e| fsutil::write_failed(catalogue::E_REC_004, &path, &e))
     }
 
     /// The live sessions, oldest first (session ids sort by time). Records of gone
