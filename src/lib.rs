@@ -18,6 +18,7 @@ pub mod explain;
 pub mod formation;
 pub mod fsutil;
 pub mod host;
+pub mod ids;
 pub mod lifeline;
 pub mod lock;
 pub mod manifest;

@@ -17,12 +17,6 @@ use crate::paths;
 mod flush;
 pub use flush::Flusher;
 
-/// A new session id: `ses_` and a UUIDv7 in lowercase hex without dashes, so ids sort
-/// by the time they were made.
-pub fn new_session_id() -> String {
-    format!("ses_{}", uuid::Uuid::now_v7().simple())
-}
-
 /// The folders made inside every records directory.
 pub const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
 

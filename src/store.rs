@@ -220,13 +220,9 @@ pub fn artifact_path_or_refuse(store: &Path, name: &str, version: &str) -> Resul
 
 /// `<scope>/<name>` split in two, each `^[a-z][a-z0-9-]{0,63}$`.
 pub fn split_name(name: &str) -> Option<(&str, &str)> {
-    let (scope, short) = name.split_once('/')?;
-    (valid_word(scope) && valid_word(short)).then_some((scope, short))
-}
-
-/// `^[a-z][a-z0-9-]{0,63}$`: a capsule name or a scope (the manifest's rule).
-pub fn valid_word(word: &str) -> bool {
-    manifest::rules::capsule_name(word).is_ok()
+    crate::ids::ArtifactName::is_valid(name)
+        .then(|| name.split_once('/'))
+        .flatten()
 }
 
 /// An exact version that is safe as a file name, by the manifest's rule:

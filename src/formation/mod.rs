@@ -7,7 +7,6 @@ use crate::admission::{self, Admitted};
 use crate::catalogue::{E_RUN_002, E_RUN_046};
 use crate::diag::stderr_line;
 use crate::diag::{Diagnostic, Result};
-use crate::retention::Policy;
 
 pub mod dirs;
 pub mod launch;
@@ -88,9 +87,6 @@ pub fn plan(admitted: &Admitted) -> launch::Plan {
                     .collect(),
             })
             .collect(),
-        retain: Policy {
-            max_sessions: retain.max_sessions,
-            max_age: retain.max_age,
-        },
+        retain: *retain,
     }
 }

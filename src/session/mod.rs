@@ -22,7 +22,6 @@ pub mod formation;
 pub mod ops;
 pub mod output;
 pub mod resume;
-pub mod retain;
 pub mod serve;
 pub mod task;
 

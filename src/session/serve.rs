@@ -176,14 +176,14 @@ struct Live {
     out: Arc<Output>,
     formation_id: Option<String>,
     /// `trace.retain`, applied to the project's sessions at the end.
-    retain: manifest::Retain,
+    retain: crate::retention::Policy,
 }
 
 impl Stage<'_> {
     async fn run(mut self) -> Result<i32> {
         let session_id = match &self.resumed {
             Some(r) => r.session_id.clone(),
-            None => records::new_session_id(),
+            None => crate::ids::SessionId::mint().to_string(),
         };
         let formation_id = self.member.as_ref().map(|m| m.formation_id.clone());
         let (records, trace, murmur_md) = self.records(&session_id)?;
@@ -613,7 +613,7 @@ impl Live {
         // nothing is removed.
         if let Ok(live) = self.running.list() {
             let live: Vec<String> = live.into_iter().map(|r| r.session_id).collect();
-            for removed in super::retain::prune(
+            for removed in crate::retention::sessions::pass(
                 &self.env.records.dir,
                 &self.retain,
                 &live,
