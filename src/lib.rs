@@ -24,6 +24,7 @@ pub mod lock;
 pub mod manifest;
 pub mod pack;
 pub mod paths;
+pub mod proc;
 pub mod readiness;
 pub mod records;
 pub mod retention;

@@ -280,7 +280,7 @@ pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> Stri
 
 /// A session whose records directory, trace and MURMUR.md exist.
 #[derive(Debug)]
-pub struct Started {
+pub struct StartedRecords {
     pub records: Records,
     /// Its first record, `session_start`, is written.
     pub trace: std::sync::Arc<crate::trace::TraceWriter>,
@@ -305,7 +305,7 @@ pub fn start(
     workdir: &Path,
     identity: &Identity,
     info: &StartInfo,
-) -> Result<Started> {
+) -> Result<StartedRecords> {
     let workdir = absolute(workdir);
     let dir = records_root
         .join(paths::strip_root(&workdir))
@@ -330,7 +330,7 @@ pub fn start(
             formation_callees: in_formation.then(|| info.callees.clone().unwrap_or_default()),
         })?;
         let murmur_md = records.write_murmur_md(identity, &workdir)?;
-        Ok(Started {
+        Ok(StartedRecords {
             records: records.clone(),
             trace: std::sync::Arc::new(trace),
             murmur_md,

@@ -41,7 +41,7 @@ pub struct RunningRecord {
 impl RunningRecord {
     /// Whether the process this record names is still the one that wrote it.
     pub fn is_alive(&self) -> bool {
-        match (self.start_time, process_start_time(self.pid)) {
+        match (self.start_time, crate::proc::start_time(self.pid)) {
             (_, None) => false,
             (Some(recorded), Some(now)) => recorded == now,
             (None, Some(_)) => true,
@@ -54,13 +54,6 @@ pub fn new_token() -> String {
     let mut bytes = [0u8; 32];
     rand::fill(&mut bytes);
     hex::encode(bytes)
-}
-
-/// When process `pid` started (field 22 of /proc/<pid>/stat, clock ticks after
-/// boot); `None` when there is no such process or it is a zombie. The launcher's
-/// ownership marker reads the same field.
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    crate::formation::marker::process_start(pid)?.parse().ok()
 }
 
 /// A running directory: `~/.murmur/running/` unless a test names another.
@@ -236,7 +229,7 @@ mod tests {
         RunningRecord {
             session_id: id.into(),
             pid,
-            start_time: process_start_time(pid),
+            start_time: crate::proc::start_time(pid),
             started_at: crate::trace::now(),
             capsule: "local/coder".into(),
             version: "1.2.0".into(),
@@ -246,14 +239,6 @@ mod tests {
             formation_id: Some("frm_1".into()),
             formation_member: Some("coder".into()),
         }
-    }
-
-    #[test]
-    fn start_time_of_this_process_reads_and_is_stable() {
-        let me = std::process::id();
-        let a = process_start_time(me).expect("this process has a start time");
-        assert_eq!(process_start_time(me), Some(a));
-        assert_eq!(process_start_time(u32::MAX), None);
     }
 
     #[test]
