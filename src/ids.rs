@@ -77,6 +77,11 @@ macro_rules! string_type {
                 self.0 == other
             }
         }
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(&self.0)
@@ -145,6 +150,27 @@ impl ArtifactName {
     /// The scope and the name.
     pub fn split(&self) -> (&str, &str) {
         self.0.split_once('/').unwrap_or(("", &self.0))
+    }
+}
+
+/// A sha256 digest: 64 lowercase hex digits, as the store, murmur.lock and traces
+/// write it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sha256(String);
+string_type!(Sha256, "sha256", |s: &str| s.len() == 64
+    && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+
+impl Sha256 {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Sha256 {
+        use sha2::Digest;
+        Sha256(hex::encode(sha2::Sha256::digest(bytes)))
+    }
+
+    /// A finished hasher's digest.
+    pub fn from_hasher(hasher: sha2::Sha256) -> Sha256 {
+        use sha2::Digest;
+        Sha256(hex::encode(hasher.finalize()))
     }
 }
 

@@ -41,7 +41,7 @@ pub struct PackArgs {
 pub struct Packed {
     pub manifest: Manifest,
     pub bytes: Vec<u8>,
-    pub sha256: String,
+    pub sha256: crate::ids::Sha256,
 }
 
 impl Packed {
@@ -134,7 +134,7 @@ pub fn pack_dir(dir: &Path) -> Result<Packed> {
         store::EXTENSION
     ));
     let checked = check(&bytes, &shown)?;
-    let sha256 = store::sha256_bytes(&bytes);
+    let sha256 = crate::ids::Sha256::of(&bytes);
     Ok(Packed {
         manifest: checked.manifest,
         bytes,

@@ -78,7 +78,7 @@ pub fn plan(admitted: &Admitted) -> launch::Plan {
                 name: m.name.clone(),
                 capsule: m.installed.name.clone(),
                 version: m.installed.version.clone(),
-                sha256: m.installed.sha256.clone(),
+                sha256: m.installed.sha256.to_string(),
                 entry: m.entry,
                 callees: admitted
                     .callees(&m.name)

@@ -102,3 +102,23 @@ fn serde_goes_through_from_str() {
     let e = serde_json::from_str::<SessionId>("\"../x\"").unwrap_err();
     assert!(e.to_string().contains("`../x` is not a session id"), "{e}");
 }
+
+#[test]
+fn sha256_is_64_lowercase_hex() {
+    let d = Sha256::of(b"test");
+    assert_eq!(
+        d.as_str(),
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    );
+    assert_eq!(d.as_str().parse::<Sha256>().unwrap(), d);
+    for bad in [
+        "",
+        "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a0",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08/",
+        "../../../../../../../../../../../../../../../../../../../etc/pwd",
+    ] {
+        let e = bad.parse::<Sha256>().unwrap_err();
+        assert_eq!(e.to_string(), format!("`{bad}` is not a sha256"));
+    }
+}

@@ -7,7 +7,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{Installed, StoreKind, Stores, artifact_path_or_refuse, sha256_bytes};
+use super::{Installed, StoreKind, Stores, artifact_path_or_refuse};
 use crate::catalogue::{E_STO_001, E_STO_002, E_STO_003};
 use crate::diag::{Diagnostic, Result};
 use crate::fsutil::{self, Durability};
@@ -22,7 +22,7 @@ pub enum Outcome {
     /// Other bytes of the same name and version were replaced (`--force`).
     Replaced {
         installed: Installed,
-        old_sha256: String,
+        old_sha256: crate::ids::Sha256,
     },
 }
 
@@ -38,7 +38,7 @@ pub fn put(
 ) -> Result<Outcome> {
     let root = stores.root(kind).to_path_buf();
     let path = artifact_path_or_refuse(&root, name, version)?;
-    let sha256 = sha256_bytes(bytes);
+    let sha256 = crate::ids::Sha256::of(bytes);
     let existing = stores.find_in(kind, name, version)?;
     if let Some(old) = existing.clone() {
         if old.sha256 == sha256 {
@@ -109,7 +109,7 @@ pub fn put(
 }
 
 /// E-STO-003 naming both sha256s.
-pub fn conflict(old: &Installed, new_sha256: &str) -> Diagnostic {
+pub fn conflict(old: &Installed, new_sha256: &crate::ids::Sha256) -> Diagnostic {
     Diagnostic::new(
         E_STO_003,
         format!(
