@@ -265,7 +265,7 @@ impl Stage<'_> {
             env,
             out: self.out.clone(),
             formation_id,
-            retain: self.capsule.manifest.trace.retain.clone(),
+            retain: self.capsule.manifest.trace.retain,
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
         let code = live
