@@ -30,11 +30,6 @@ pub const TOKEN_PREFIX: &str = "mft1";
 /// door sees far fewer. Past the cap, tokens are still verified, just not remembered.
 pub const CACHE_CAP: usize = 4096;
 
-/// A new formation id: `frm_` + UUIDv7 in lowercase hex without dashes.
-pub fn new_formation_id() -> String {
-    format!("frm_{}", uuid::Uuid::now_v7().simple())
-}
-
 /// What a formation token says: which formation, which member presents it, and the
 /// one door it is for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +56,7 @@ impl FormationKey {
         let key = SigningKey::from_bytes(&secret);
         secret.fill(0);
         Ok(FormationKey {
-            formation: new_formation_id(),
+            formation: crate::ids::FormationId::mint().to_string(),
             key,
         })
     }
@@ -264,19 +259,6 @@ mod tests {
         let mut pieces: Vec<String> = token.split('.').map(String::from).collect();
         pieces[piece] = B64.encode(f(B64.decode(&pieces[piece]).unwrap()));
         pieces.join(".")
-    }
-
-    #[test]
-    fn formation_ids_are_frm_uuidv7_hex() {
-        let id = new_formation_id();
-        assert_eq!(id.len(), 4 + 32);
-        assert!(id.starts_with("frm_"));
-        assert!(
-            id[4..]
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-        );
-        assert_eq!(&id[16..17], "7", "UUID version nibble");
     }
 
     #[test]

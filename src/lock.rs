@@ -32,8 +32,8 @@ pub struct Pin {
     /// `<scope>/<name>`
     pub name: String,
     pub version: String,
-    /// Lowercase hex sha256 of the .mur.zip bytes.
-    pub sha256: String,
+    /// Of the .mur.zip bytes.
+    pub sha256: crate::ids::Sha256,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -136,11 +136,7 @@ pub fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
                 )
                 .hint("Run `mur lock` to write it again."));
         }
-        if sha256.len() != 64
-            || !sha256
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
+        let Ok(sha256) = sha256.parse::<crate::ids::Sha256>() else {
             return Err(r
                 .fault_with(
                     E_REG_004,
@@ -148,7 +144,7 @@ pub fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
                     format!("sha256 `{sha256}` is not 64 lowercase hex digits"),
                 )
                 .hint("Run `mur lock` to write it again."));
-        }
+        };
         if let Some(i) = lock.pins.iter().position(|p| p.name == name) {
             return Err(r
                 .fault_with(
@@ -162,7 +158,7 @@ pub fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
         lock.pins.push(Pin {
             name: name.to_string(),
             version: version.to_string(),
-            sha256: sha256.to_string(),
+            sha256,
         });
     }
     Ok((lock, places))

@@ -4,7 +4,7 @@
 //! execute bit is set), made by "Unix", and with no extra fields or comments; so the
 //! bytes depend on nothing but the files' names, contents and execute bits.
 
-use std::io::{Cursor, Write};
+use std::io::Cursor;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ use zip::{CompressionMethod, DateTime, System, ZipWriter};
 
 use crate::catalogue::{E_PAK_001, E_PAK_002, E_PAK_003, E_PAK_006};
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Durability};
 use crate::manifest::{self, Manifest};
 use crate::store;
 
@@ -40,7 +41,7 @@ pub struct PackArgs {
 pub struct Packed {
     pub manifest: Manifest,
     pub bytes: Vec<u8>,
-    pub sha256: String,
+    pub sha256: crate::ids::Sha256,
 }
 
 impl Packed {
@@ -63,18 +64,8 @@ pub fn run(args: &PackArgs) -> Result<i32> {
         Diagnostic::new(E_PAK_003, format!("cannot write {}: {e}", path.display())).in_file(&path)
     };
     std::fs::create_dir_all(&out_dir).map_err(|e| fault(&e))?;
-    // Written whole or not at all: a temporary file beside it, renamed into place.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".")
-        .suffix(".partial")
-        .tempfile_in(&out_dir)
-        .map_err(|e| fault(&e))?;
-    tmp.write_all(&packed.bytes).map_err(|e| fault(&e))?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(|e| fault(&e))?;
-    tmp.as_file().sync_all().map_err(|e| fault(&e))?;
-    tmp.persist(&path).map_err(|e| fault(&e.error))?;
+    // Written whole or not at all; a lost rename after a crash is a pack to run again.
+    fsutil::write_atomic(&path, &packed.bytes, 0o644, Durability::File).map_err(|e| fault(&e))?;
     println!("{}", path.display());
     println!("sha256 {}", packed.sha256);
     Ok(0)
@@ -143,7 +134,7 @@ pub fn pack_dir(dir: &Path) -> Result<Packed> {
         store::EXTENSION
     ));
     let checked = check(&bytes, &shown)?;
-    let sha256 = store::sha256_bytes(&bytes);
+    let sha256 = crate::ids::Sha256::of(&bytes);
     Ok(Packed {
         manifest: checked.manifest,
         bytes,

@@ -11,16 +11,11 @@ use std::path::{Path, PathBuf};
 use crate::agent::{Artifact, FileContent, Outcome, Part};
 use crate::catalogue;
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Durability};
 use crate::paths;
 
 mod flush;
 pub use flush::Flusher;
-
-/// A new session id: `ses_` and a UUIDv7 in lowercase hex without dashes, so ids sort
-/// by the time they were made.
-pub fn new_session_id() -> String {
-    format!("ses_{}", uuid::Uuid::now_v7().simple())
-}
 
 /// The folders made inside every records directory.
 pub const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
@@ -142,7 +137,9 @@ impl Records {
     /// Writes MURMUR.md (see [`murmur_md`]) and returns its text.
     pub fn write_murmur_md(&self, identity: &Identity, workdir: &Path) -> Result<String> {
         let text = murmur_md(identity, workdir, self);
-        write_atomic(&self.murmur_md_path(), text.as_bytes())?;
+        let path = self.murmur_md_path();
+        fsutil::write_atomic(&path, text.as_bytes(), 0o600, Durability::Data)
+            .map_err(|e| fsutil::write_failed(catalogue::E_REC_001, &path, &e))?;
         Ok(text)
     }
 
@@ -199,7 +196,9 @@ impl Records {
                                 format!("cannot create {}: {e}", dir.display()),
                             )
                         })?;
-                    write_atomic(&dir.join(&name), bytes)?;
+                    let path = dir.join(&name);
+                    fsutil::write_atomic(&path, bytes, 0o600, Durability::Data)
+                        .map_err(|e| fsutil::write_failed(catalogue::E_REC_001, &path, &e))?;
                     saved.push(format!("out/files/{name}"));
                 }
             }
@@ -281,7 +280,7 @@ pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> Stri
 
 /// A session whose records directory, trace and MURMUR.md exist.
 #[derive(Debug)]
-pub struct Started {
+pub struct StartedRecords {
     pub records: Records,
     /// Its first record, `session_start`, is written.
     pub trace: std::sync::Arc<crate::trace::TraceWriter>,
@@ -306,7 +305,7 @@ pub fn start(
     workdir: &Path,
     identity: &Identity,
     info: &StartInfo,
-) -> Result<Started> {
+) -> Result<StartedRecords> {
     let workdir = absolute(workdir);
     let dir = records_root
         .join(paths::strip_root(&workdir))
@@ -331,7 +330,7 @@ pub fn start(
             formation_callees: in_formation.then(|| info.callees.clone().unwrap_or_default()),
         })?;
         let murmur_md = records.write_murmur_md(identity, &workdir)?;
-        Ok(Started {
+        Ok(StartedRecords {
             records: records.clone(),
             trace: std::sync::Arc::new(trace),
             murmur_md,
@@ -472,30 +471,6 @@ fn line(state: &str, text: &str) -> String {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same folder (mode 0600)
-/// renamed over it, so readers never see a half-written file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_as(catalogue::E_REC_001, path, bytes)
-}
-
-/// [`write_atomic`], failing with `code`.
-pub(crate) fn write_atomic_as(code: catalogue::Code, path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let fail = |e: std::io::Error| {
-        Diagnostic::new(code, format!("cannot write {}: {e}", path.display())).in_file(path)
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_data())
-        .map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
 }
 
 /// The spare file out/result.txt is swapped with.

@@ -286,23 +286,15 @@ fn roster_version(r: &Reader, node: &Node) -> Result<(), Diagnostic> {
     }
 }
 
-/// True when `name` matches `^[a-z][a-z0-9-]{0,max_rest}$`.
-fn is_name(name: &str, max_rest: usize) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && name.len() <= max_rest + 1
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-'))
-}
-
 /// A member name: `^[a-z][a-z0-9-]{0,31}$`.
 pub fn is_member_name(name: &str) -> bool {
-    is_name(name, 31)
+    crate::ids::MemberName::is_valid(name)
 }
 
 /// One part of an artifact name (`<scope>` or `<name>`), as murmur.yaml names
 /// capsules: `^[a-z][a-z0-9-]{0,63}$`.
 pub fn is_artifact_part(part: &str) -> bool {
-    is_name(part, 63)
+    crate::ids::is_name(part, 64)
 }
 
 /// Refuses a capsule name that is not `<scope>/<name>`, with a hint that names its

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalogue;
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Durability};
 use crate::paths;
-use crate::records::write_atomic_as;
 
 /// One live session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ pub struct RunningRecord {
 impl RunningRecord {
     /// Whether the process this record names is still the one that wrote it.
     pub fn is_alive(&self) -> bool {
-        match (self.start_time, process_start_time(self.pid)) {
+        match (self.start_time, crate::proc::start_time(self.pid)) {
             (_, None) => false,
             (Some(recorded), Some(now)) => recorded == now,
             (None, Some(_)) => true,
@@ -54,13 +54,6 @@ pub fn new_token() -> String {
     let mut bytes = [0u8; 32];
     rand::fill(&mut bytes);
     hex::encode(bytes)
-}
-
-/// When process `pid` started (field 22 of /proc/<pid>/stat, clock ticks after
-/// boot); `None` when there is no such process or it is a zombie. The launcher's
-/// ownership marker reads the same field.
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    crate::formation::marker::process_start(pid)?.parse().ok()
 }
 
 /// A running directory: `~/.murmur/running/` unless a test names another.
@@ -100,11 +93,14 @@ impl RunningDir {
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| fail("create", &self.dir, &e))?;
-        write_atomic_as(
-            catalogue::E_REC_004,
-            &self.token_path(&record.session_id),
+        let token_path = self.token_path(&record.session_id);
+        fsutil::write_atomic(
+            &token_path,
             format!("{token}\n").as_bytes(),
-        )?;
+            0o600,
+            Durability::Data,
+        )
+        .map_err(|e| fsutil::write_failed(catalogue::E_REC_004, &token_path, &e))?;
         if let Err(e) = self.update(record) {
             let _ = std::fs::remove_file(self.token_path(&record.session_id));
             return Err(e);
@@ -121,11 +117,9 @@ impl RunningDir {
                 format!("record does not serialize: {e}"),
             )
         })?;
-        write_atomic_as(
-            catalogue::E_REC_004,
-            &self.json_path(&record.session_id),
-            &json,
-        )
+        let path = self.json_path(&record.session_id);
+        fsutil::write_atomic(&path, &json, 0o600, Durability::Data)
+            .map_err(|e| fsutil::write_failed(catalogue::E_REC_004, &path, &e))
     }
 
     /// The live sessions, oldest first (session ids sort by time). Records of gone
@@ -235,7 +229,7 @@ mod tests {
         RunningRecord {
             session_id: id.into(),
             pid,
-            start_time: process_start_time(pid),
+            start_time: crate::proc::start_time(pid),
             started_at: crate::trace::now(),
             capsule: "local/coder".into(),
             version: "1.2.0".into(),
@@ -245,14 +239,6 @@ mod tests {
             formation_id: Some("frm_1".into()),
             formation_member: Some("coder".into()),
         }
-    }
-
-    #[test]
-    fn start_time_of_this_process_reads_and_is_stable() {
-        let me = std::process::id();
-        let a = process_start_time(me).expect("this process has a start time");
-        assert_eq!(process_start_time(me), Some(a));
-        assert_eq!(process_start_time(u32::MAX), None);
     }
 
     #[test]

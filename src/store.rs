@@ -54,8 +54,8 @@ pub struct Installed {
     /// Full name, `<scope>/<name>`, e.g. `local/coder`.
     pub name: String,
     pub version: String,
-    /// Lowercase hex of the .mur.zip bytes.
-    pub sha256: String,
+    /// Of the .mur.zip bytes.
+    pub sha256: crate::ids::Sha256,
     pub store: StoreKind,
     /// The .mur.zip inside the store.
     pub path: PathBuf,
@@ -220,13 +220,9 @@ pub fn artifact_path_or_refuse(store: &Path, name: &str, version: &str) -> Resul
 
 /// `<scope>/<name>` split in two, each `^[a-z][a-z0-9-]{0,63}$`.
 pub fn split_name(name: &str) -> Option<(&str, &str)> {
-    let (scope, short) = name.split_once('/')?;
-    (valid_word(scope) && valid_word(short)).then_some((scope, short))
-}
-
-/// `^[a-z][a-z0-9-]{0,63}$`: a capsule name or a scope (the manifest's rule).
-pub fn valid_word(word: &str) -> bool {
-    manifest::rules::capsule_name(word).is_ok()
+    crate::ids::ArtifactName::is_valid(name)
+        .then(|| name.split_once('/'))
+        .flatten()
 }
 
 /// An exact version that is safe as a file name, by the manifest's rule:
@@ -277,13 +273,8 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
         .then_with(|| a.cmp(b))
 }
 
-/// Lowercase hex sha256 of `bytes`.
-pub fn sha256_bytes(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// Lowercase hex sha256 of a file's bytes, read in chunks.
-pub fn sha256_file(path: &Path) -> io::Result<String> {
+/// The sha256 of a file's bytes, read in chunks.
+pub fn sha256_file(path: &Path) -> io::Result<crate::ids::Sha256> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -294,7 +285,7 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hex::encode(hasher.finalize()))
+    Ok(crate::ids::Sha256::from_hasher(hasher))
 }
 
 fn is_absent(e: &io::Error) -> bool {

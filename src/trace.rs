@@ -89,8 +89,8 @@ pub enum Event {
         task_id: String,
         /// Absent for a task's first state.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        from: Option<TaskState>,
-        to: TaskState,
+        from: Option<RecordedState>,
+        to: RecordedState,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
@@ -154,7 +154,7 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         member_task_id: Option<String>,
         /// The member task's final state.
-        state: TaskState,
+        state: RecordedState,
         text: String,
     },
     /// The member's lifeline closed: written first in its wind-down.
@@ -355,7 +355,7 @@ pub struct CapsuleRef {
 /// A task's state, as A2A names them (snake_case in the trace).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TaskState {
+pub enum RecordedState {
     Submitted,
     Working,
     InputRequired,

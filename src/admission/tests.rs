@@ -40,7 +40,7 @@ fn setup(members: &[&str], reach: &str) -> (Roster, Vec<(Installed, Manifest)>) 
         let installed = Installed {
             name: format!("local/{name}"),
             version: "1.0.0".into(),
-            sha256: "0".repeat(64),
+            sha256: "0".repeat(64).parse().unwrap(),
             store: StoreKind::Project,
             path: PathBuf::from(format!("{name}.mur.zip")),
         };

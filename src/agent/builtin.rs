@@ -319,7 +319,7 @@ mod tests {
     #[test]
     fn it_answers_from_the_members_answers_message() {
         use crate::call_member::{Answer, fence};
-        use crate::trace::TaskState;
+        use crate::trace::RecordedState;
         let tool = ToolSpec {
             name: CALL_MEMBER.into(),
             description: call_member_description(&["coder".into()]),
@@ -330,14 +330,14 @@ mod tests {
                 call_id: "call_1".into(),
                 member: "coder".into(),
                 member_task_id: Some("t7".into()),
-                state: TaskState::Completed,
+                state: RecordedState::Completed,
                 text: "Plan for: Build it.".into(),
             },
             Answer {
                 call_id: "call_2".into(),
                 member: "reviewer".into(),
                 member_task_id: None,
-                state: TaskState::Failed,
+                state: RecordedState::Failed,
                 text: "still busy".into(),
             },
         ]);

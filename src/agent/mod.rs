@@ -221,14 +221,14 @@ impl Outcome {
     }
 
     /// The task state this outcome puts the task in.
-    pub fn state(&self) -> crate::trace::TaskState {
-        use crate::trace::TaskState;
+    pub fn state(&self) -> crate::trace::RecordedState {
+        use crate::trace::RecordedState;
         match self {
-            Outcome::Completed { .. } => TaskState::Completed,
-            Outcome::InputRequired { .. } => TaskState::InputRequired,
-            Outcome::Rejected { .. } => TaskState::Rejected,
-            Outcome::Failed { .. } => TaskState::Failed,
-            Outcome::Canceled => TaskState::Canceled,
+            Outcome::Completed { .. } => RecordedState::Completed,
+            Outcome::InputRequired { .. } => RecordedState::InputRequired,
+            Outcome::Rejected { .. } => RecordedState::Rejected,
+            Outcome::Failed { .. } => RecordedState::Failed,
+            Outcome::Canceled => RecordedState::Canceled,
         }
     }
 }

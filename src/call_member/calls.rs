@@ -12,7 +12,7 @@ use super::fence::{self, Answer};
 use super::{CallConfig, Peers, Trust};
 use crate::a2a;
 use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
-use crate::trace::{Event, TaskState, TraceWriter};
+use crate::trace::{Event, RecordedState, TraceWriter};
 
 /// What `Calls::new` needs; the session fills it in for each task.
 pub struct CallsSpec {
@@ -183,7 +183,7 @@ impl Calls {
     }
 
     /// Settles call `idx` with its answer (the first settlement wins).
-    fn settle(&self, idx: usize, state: TaskState, text: String) {
+    fn settle(&self, idx: usize, state: RecordedState, text: String) {
         let answer = {
             let mut st = self.lock();
             let Some(entry) = st.get_mut(idx) else { return };
@@ -227,7 +227,7 @@ impl Calls {
                 let _ = door.cancel(&id).await;
                 self.settle(
                     idx,
-                    TaskState::Canceled,
+                    RecordedState::Canceled,
                     format!(
                         "{member} asked for input, which call-member cannot give, so its task was \
                          canceled. Its question: {question}\nCall it again with the task stated \
@@ -238,7 +238,7 @@ impl Calls {
             Ok(task) => self.settle(idx, state(task.status.state), answer_text(&task)),
             Err(e) => self.settle(
                 idx,
-                TaskState::Failed,
+                RecordedState::Failed,
                 format!("the answer could not be read: {e}"),
             ),
         }
@@ -270,7 +270,7 @@ impl Calls {
                 let waited = config.deadline.as_secs_f32();
                 self.settle(
                     idx,
-                    TaskState::Failed,
+                    RecordedState::Failed,
                     format!(
                         "{member} was still busy when the call's deadline passed ({offers} offers \
                          over {waited}s, or until the session's deadline); it never took the task"
@@ -297,7 +297,7 @@ impl Calls {
                         let _ = door.cancel(&id).await;
                         self.settle(
                             idx,
-                            TaskState::Canceled,
+                            RecordedState::Canceled,
                             format!(
                                 "{member} took the task just after the calling task ended; the \
                                  runtime canceled it"
@@ -320,7 +320,7 @@ impl Calls {
                     });
                 }
                 Err(e) => {
-                    self.settle(idx, TaskState::Failed, e.to_string());
+                    self.settle(idx, RecordedState::Failed, e.to_string());
                     return;
                 }
             }
@@ -396,7 +396,7 @@ impl Calls {
             }
             self.settle(
                 *idx,
-                TaskState::Canceled,
+                RecordedState::Canceled,
                 "canceled with the calling task: the runtime sent CancelTask".to_string(),
             );
         });
@@ -404,16 +404,16 @@ impl Calls {
     }
 }
 
-fn state(s: a2a::TaskState) -> TaskState {
+fn state(s: a2a::TaskState) -> RecordedState {
     match s {
-        a2a::TaskState::Completed => TaskState::Completed,
-        a2a::TaskState::Canceled => TaskState::Canceled,
-        a2a::TaskState::Rejected => TaskState::Rejected,
-        a2a::TaskState::InputRequired => TaskState::InputRequired,
-        a2a::TaskState::AuthRequired => TaskState::AuthRequired,
-        a2a::TaskState::Submitted => TaskState::Submitted,
-        a2a::TaskState::Working => TaskState::Working,
-        a2a::TaskState::Failed | a2a::TaskState::Unspecified => TaskState::Failed,
+        a2a::TaskState::Completed => RecordedState::Completed,
+        a2a::TaskState::Canceled => RecordedState::Canceled,
+        a2a::TaskState::Rejected => RecordedState::Rejected,
+        a2a::TaskState::InputRequired => RecordedState::InputRequired,
+        a2a::TaskState::AuthRequired => RecordedState::AuthRequired,
+        a2a::TaskState::Submitted => RecordedState::Submitted,
+        a2a::TaskState::Working => RecordedState::Working,
+        a2a::TaskState::Failed | a2a::TaskState::Unspecified => RecordedState::Failed,
     }
 }
 

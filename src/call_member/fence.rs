@@ -13,7 +13,7 @@
 //! The fence is a run of `~`, at least four, one longer than any run of `~` in the
 //! answer, so no answer can close its fence early or forge another member's block.
 
-use crate::trace::TaskState;
+use crate::trace::RecordedState;
 
 /// The first line of the answers message; the built-in model recognises it.
 pub const ANSWERS_LEAD: &str =
@@ -28,7 +28,7 @@ pub struct Answer {
     /// The task id the member's door gave the call; `None` when it never took it.
     pub member_task_id: Option<String>,
     /// The member task's final state (`failed` also for a call that never reached it).
-    pub state: TaskState,
+    pub state: RecordedState,
     /// The member's message and text artifacts, or why there is no answer.
     pub text: String,
 }
@@ -106,7 +106,7 @@ pub fn parse(text: &str) -> Option<Vec<Block>> {
     Some(blocks)
 }
 
-fn state_word(state: TaskState) -> String {
+fn state_word(state: RecordedState) -> String {
     serde_json::to_value(state)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -136,7 +136,7 @@ mod tests {
             call_id: "call_1".into(),
             member: member.into(),
             member_task_id: Some("tsk_1".into()),
-            state: TaskState::Completed,
+            state: RecordedState::Completed,
             text: text.into(),
         }
     }

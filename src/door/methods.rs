@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use super::server::{Call, Shared, json_bytes, rpc_error};
-use super::store::trim_history;
+use super::tasks::trim_history;
 use super::trust::Trust;
 use super::{Credential, Work, operator};
 use crate::a2a::{

@@ -28,7 +28,7 @@ mod auth;
 mod methods;
 mod operator;
 mod server;
-mod store;
+mod tasks;
 pub mod trust;
 
 use std::fmt;
@@ -44,7 +44,7 @@ use crate::a2a::{AgentSkill, Message};
 use crate::credential::VerifyKey;
 
 pub use server::SESSION_EXTENSION_URI;
-pub use store::{TaskEnded, TaskHandle, TaskStore};
+pub use tasks::{TaskEnded, TaskHandle, TaskStore};
 
 /// Who is calling: the credential a request was let in with. Its text form is the
 /// one the spec and the trace use.

@@ -29,7 +29,9 @@ impl Marker {
                 .canonicalize()
                 .unwrap_or_else(|_| project_dir.to_path_buf()),
             launcher_pid: pid,
-            launcher_start: process_start(pid).unwrap_or_default(),
+            launcher_start: crate::proc::start_time(pid)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
         }
     }
 
@@ -56,25 +58,11 @@ impl Marker {
     /// same start time (a reused pid has another). A marker without a start time counts
     /// as running while its pid exists.
     pub fn launcher_running(&self) -> bool {
-        match process_start(self.launcher_pid) {
+        match crate::proc::start_time(self.launcher_pid).map(|t| t.to_string()) {
             None => false,
             Some(start) => self.launcher_start.is_empty() || start == self.launcher_start,
         }
     }
-}
-
-/// A process's start time in clock ticks after boot (field 22 of /proc/<pid>/stat), or
-/// `None` when the process does not exist or is a zombie.
-pub fn process_start(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); field 22 is index 19.
-    if fields.first() == Some(&"Z") {
-        return None;
-    }
-    fields.get(19).map(|s| s.to_string())
 }
 
 #[cfg(test)]

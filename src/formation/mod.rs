@@ -7,7 +7,6 @@ use crate::admission::{self, Admitted};
 use crate::catalogue::{E_RUN_002, E_RUN_046};
 use crate::diag::stderr_line;
 use crate::diag::{Diagnostic, Result};
-use crate::retention::Policy;
 
 pub mod dirs;
 pub mod launch;
@@ -79,7 +78,7 @@ pub fn plan(admitted: &Admitted) -> launch::Plan {
                 name: m.name.clone(),
                 capsule: m.installed.name.clone(),
                 version: m.installed.version.clone(),
-                sha256: m.installed.sha256.clone(),
+                sha256: m.installed.sha256.to_string(),
                 entry: m.entry,
                 callees: admitted
                     .callees(&m.name)
@@ -88,9 +87,6 @@ pub fn plan(admitted: &Admitted) -> launch::Plan {
                     .collect(),
             })
             .collect(),
-        retain: Policy {
-            max_sessions: retain.max_sessions,
-            max_age: retain.max_age,
-        },
+        retain: *retain,
     }
 }

@@ -23,7 +23,7 @@ fn reads_what_it_renders() {
         Some(&Pin {
             name: "local/coder".into(),
             version: "1.10".into(),
-            sha256: SHA_A.into()
+            sha256: SHA_A.parse().unwrap()
         })
     );
     assert_eq!((places[0].line, places[0].column), (3, 5));
@@ -76,7 +76,7 @@ fn installed(version: &str, sha256: &str) -> Installed {
     Installed {
         name: "local/coder".into(),
         version: version.into(),
-        sha256: sha256.into(),
+        sha256: sha256.parse().unwrap(),
         store: StoreKind::Project,
         path: PathBuf::from("/p/.murmur/artifacts/local/coder/x.mur.zip"),
     }

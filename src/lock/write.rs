@@ -3,8 +3,6 @@
 //! the roster.yaml in the project folder, and the `artifacts[]` of its murmur.yaml.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -12,6 +10,7 @@ use clap::Args;
 use super::{FILE_NAME, Lock, Pin};
 use crate::catalogue::{E_MAN_001, E_REG_002, E_REG_006, E_REG_007, E_ROS_001, W_REG_001};
 use crate::diag::{Diagnostic, Location, Result};
+use crate::fsutil::{self, Durability};
 use crate::manifest;
 use crate::store::{self, StoreKind, Stores};
 use crate::yaml::{self, Node, Reader, Value};
@@ -35,7 +34,7 @@ pub fn run(_args: &LockArgs) -> Result<i32> {
         println!("{FILE_NAME} is up to date ({})", count(lock.pins.len()));
         return Ok(0);
     }
-    write_atomically(&project, &file, &text)?;
+    write_atomically(&file, &text)?;
     for p in &lock.pins {
         println!("pinned {} {} sha256 {}", p.name, p.version, p.sha256);
     }
@@ -277,23 +276,10 @@ fn lenient_map<'a>(r: &Reader, node: &'a Node, field: &str) -> Result<yaml::Map<
     }
 }
 
-/// murmur.lock is replaced whole: a temporary file beside it, fsynced, renamed.
-fn write_atomically(project: &Path, file: &Path, text: &str) -> Result<()> {
-    let fault = |e: &dyn std::fmt::Display| {
-        Diagnostic::new(E_REG_007, format!("cannot write {}: {e}", file.display()))
-            .in_file(file)
+/// murmur.lock is replaced whole, and the rename made durable: `mur run` binds to it.
+fn write_atomically(file: &Path, text: &str) -> Result<()> {
+    fsutil::write_atomic(file, text.as_bytes(), 0o644, Durability::Folder).map_err(|e| {
+        fsutil::write_failed(E_REG_007, file, &e)
             .hint("Make the project folder writable; murmur.lock was left as it was.")
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".murmur.lock.")
-        .suffix(".partial")
-        .tempfile_in(project)
-        .map_err(|e| fault(&e))?;
-    tmp.write_all(text.as_bytes()).map_err(|e| fault(&e))?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(|e| fault(&e))?;
-    tmp.as_file().sync_all().map_err(|e| fault(&e))?;
-    tmp.persist(file).map_err(|e| fault(&e.error))?;
-    Ok(())
+    })
 }

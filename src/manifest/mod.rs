@@ -240,15 +240,8 @@ impl HookEvent {
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Trace {
-    pub retain: Retain,
-}
-
-/// Bounds on kept sessions (and, for an entry member, formation directories).
-/// None on both: nothing is ever removed.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Retain {
-    pub max_sessions: Option<u32>,
-    pub max_age: Option<Duration>,
+    /// Bounds on kept sessions (and, for an entry member, formation directories).
+    pub retain: crate::retention::Policy,
 }
 
 /// An artifact the capsule needs, resolved through the stores and the lock.

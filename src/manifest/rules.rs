@@ -188,11 +188,7 @@ pub fn host(entry: &str) -> Result<(), String> {
 
 /// `^[a-z]<allowed>{0,max-1}$` over ASCII.
 fn word(s: &str, max: usize, allowed: impl Fn(char) -> bool) -> Result<(), ()> {
-    if s.starts_with(|c: char| c.is_ascii_lowercase()) && s.len() <= max && s.chars().all(allowed) {
-        Ok(())
-    } else {
-        Err(())
-    }
+    crate::ids::is_word(s, max, allowed).then_some(()).ok_or(())
 }
 
 #[cfg(test)]

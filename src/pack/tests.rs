@@ -83,7 +83,7 @@ fn packs_sorted_files_with_fixed_modes_and_times() {
     write_capsule(dir.path(), "coder", "1.2.0");
     let p = pack_dir(dir.path()).unwrap();
     assert_eq!(p.file_name(), "coder-1.2.0.mur.zip");
-    assert_eq!(p.sha256, store::sha256_bytes(&p.bytes));
+    assert_eq!(p.sha256, crate::ids::Sha256::of(&p.bytes));
     let mut archive = zip::ZipArchive::new(Cursor::new(&p.bytes[..])).unwrap();
     let mut seen = Vec::new();
     for i in 0..archive.len() {

@@ -9,22 +9,6 @@ fn mode(p: &Path) -> u32 {
 }
 
 #[test]
-fn session_ids_are_ses_and_uuidv7_hex_in_time_order() {
-    let a = new_session_id();
-    let b = new_session_id();
-    for id in [&a, &b] {
-        let hex = id.strip_prefix("ses_").unwrap();
-        assert_eq!(hex.len(), 32, "{id}");
-        assert!(
-            hex.chars()
-                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-        );
-        assert_eq!(uuid::Uuid::parse_str(hex).unwrap().get_version_num(), 7);
-    }
-    assert!(a < b, "{a} {b}");
-}
-
-#[test]
 fn the_directory_is_named_after_the_work_folder_without_its_root() {
     let d = dir_for(Path::new("/no/such/project"), "ses_1");
     assert!(
@@ -247,8 +231,8 @@ fn safe_names_stay_in_their_folder() {
 fn sessions_are_found_anywhere_under_the_root_in_start_order() {
     let root = tempfile::tempdir().unwrap();
     let records = root.path().join("records");
-    let b = new_session_id();
-    let a = new_session_id();
+    let b = crate::ids::SessionId::mint().to_string();
+    let a = crate::ids::SessionId::mint().to_string();
     let peer = Records::create_at(
         records
             .join("home/u/.murmur/formations/frm_1/coder")
@@ -280,7 +264,7 @@ fn sessions_are_found_anywhere_under_the_root_in_start_order() {
 fn start_makes_the_directory_the_trace_and_murmur_md() {
     let root = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let id = new_session_id();
+    let id = crate::ids::SessionId::mint().to_string();
     let identity = Identity {
         session_id: id.clone(),
         capsule: "local/coder".into(),

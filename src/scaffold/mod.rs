@@ -102,12 +102,7 @@ pub fn create(parent: &Path, name: &str, roster: bool) -> Result<PathBuf> {
 }
 
 fn check_name(name: &str) -> Result<()> {
-    let ok = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.len() <= 32
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
+    if crate::ids::is_name(name, 32) {
         return Ok(());
     }
     Err(Diagnostic::new(

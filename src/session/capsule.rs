@@ -26,7 +26,7 @@ pub struct Capsule {
 
 impl Capsule {
     pub fn sha256(&self) -> Option<String> {
-        self.installed.as_ref().map(|i| i.sha256.clone())
+        self.installed.as_ref().map(|i| i.sha256.to_string())
     }
 
     /// The capsule's instructions file, read from its root (None when it has none or
@@ -117,7 +117,7 @@ fn installed_in(
         lock::check(pin, &found, &project.join(lock::FILE_NAME))?;
     }
     if let Some(bound) = bound
-        && bound != found.sha256
+        && bound != found.sha256.as_str()
     {
         return Err(Diagnostic::new(
             E_RUN_047,

@@ -9,7 +9,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::catalogue::{self, Code};
 use crate::records::cancel_reason;
 use crate::running::RunningDir;
-use crate::trace::{ExitStatus, TaskState};
+use crate::trace::{ExitStatus, RecordedState};
 
 /// What began the session's end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub enum Cause {
     /// `lifecycle.idle_timeout` passed with no task.
     IdleTimeout,
     /// `after_task: exit`: the task ended in `state`.
-    AfterTask(TaskState),
+    AfterTask(RecordedState),
 }
 
 /// What the session exits with.
@@ -52,8 +52,8 @@ impl Cause {
             Cause::Lifeline { busy: true } => exit(ExitStatus::FormationEnded, 0, None),
             Cause::Deadline => exit(ExitStatus::DeadlineReached, 1, Some(catalogue::E_RUN_053)),
             Cause::IdleTimeout => exit(ExitStatus::Ok, 0, None),
-            Cause::AfterTask(TaskState::Completed) => exit(ExitStatus::Ok, 0, None),
-            Cause::AfterTask(TaskState::Canceled) => exit(ExitStatus::Canceled, 1, None),
+            Cause::AfterTask(RecordedState::Completed) => exit(ExitStatus::Ok, 0, None),
+            Cause::AfterTask(RecordedState::Canceled) => exit(ExitStatus::Canceled, 1, None),
             Cause::AfterTask(_) => exit(ExitStatus::Failed, 1, None),
         }
     }
@@ -164,8 +164,13 @@ mod tests {
     #[case::lifeline_idle(Cause::Lifeline { busy: false }, ExitStatus::Ok, 0, None)]
     #[case::deadline(Cause::Deadline, ExitStatus::DeadlineReached, 1, Some("E-RUN-053"))]
     #[case::idle_timeout(Cause::IdleTimeout, ExitStatus::Ok, 0, None)]
-    #[case::after_task_completed(Cause::AfterTask(TaskState::Completed), ExitStatus::Ok, 0, None)]
-    #[case::after_task_failed(Cause::AfterTask(TaskState::Failed), ExitStatus::Failed, 1, None)]
+    #[case::after_task_completed(
+        Cause::AfterTask(RecordedState::Completed),
+        ExitStatus::Ok,
+        0,
+        None
+    )]
+    #[case::after_task_failed(Cause::AfterTask(RecordedState::Failed), ExitStatus::Failed, 1, None)]
     fn ends_exit_as_the_tables_say(
         #[case] cause: Cause,
         #[case] status: ExitStatus,

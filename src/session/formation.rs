@@ -99,8 +99,9 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Membership
         }
         return Ok(Membership::None);
     };
-    let lifeline = lifeline::take_inherited(lifeline::ENV).map_err(|e| refuse(e.to_string()))?;
-    let channel_fd = lifeline::take_inherited(channel::ENV).map_err(|e| refuse(e.to_string()))?;
+    let lifeline = crate::proc::take_inherited(lifeline::ENV).map_err(|e| refuse(e.to_string()))?;
+    let channel_fd =
+        crate::proc::take_inherited(channel::ENV).map_err(|e| refuse(e.to_string()))?;
     let Some((channel_fd, _)) = channel_fd else {
         if lifeline.is_some() {
             return Err(refuse(format!(

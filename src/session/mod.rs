@@ -22,7 +22,6 @@ pub mod formation;
 pub mod ops;
 pub mod output;
 pub mod resume;
-pub mod retain;
 pub mod serve;
 pub mod task;
 
@@ -55,10 +54,10 @@ pub struct RunArgs {
     pub deadline: Option<u64>,
     /// Override lifecycle.task_acceptance.
     #[arg(long, value_enum, value_name = "single|queue")]
-    pub lifecycle_task_acceptance: Option<Acceptance>,
+    pub lifecycle_task_acceptance: Option<AcceptanceFlag>,
     /// Override lifecycle.after_task.
     #[arg(long, value_enum, value_name = "exit|sleep")]
-    pub lifecycle_after_task: Option<AfterTask>,
+    pub lifecycle_after_task: Option<AfterTaskFlag>,
     /// Override lifecycle.idle_timeout: seconds, or `none`.
     #[arg(long, value_name = "SECONDS|none", value_parser = parse_idle)]
     pub lifecycle_idle_timeout: Option<IdleTimeout>,
@@ -71,13 +70,13 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Acceptance {
+pub enum AcceptanceFlag {
     Single,
     Queue,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AfterTask {
+pub enum AfterTaskFlag {
     Exit,
     Sleep,
 }

@@ -15,7 +15,7 @@ use super::formation::{self, Member, Membership};
 use super::output::{BOOTSTRAP_LOG, Output};
 use super::resume::{self, Resumed};
 use super::task::{self, TaskEnv};
-use super::{Acceptance, AfterTask, IdleTimeout, RunArgs};
+use super::{AcceptanceFlag, AfterTaskFlag, IdleTimeout, RunArgs};
 use crate::a2a::{self, Message, Role};
 use crate::agent::{PromptParts, TransportConfig};
 use crate::catalogue::{self, E_RUN_002};
@@ -25,26 +25,26 @@ use crate::manifest::{self, Transport};
 use crate::readiness::ReadinessLine;
 use crate::records::{self, Identity, Records, StartInfo};
 use crate::running::{self, RunningDir, RunningRecord};
-use crate::trace::{self, Event, ExitStatus, TaskState, TraceWriter};
+use crate::trace::{self, Event, ExitStatus, RecordedState, TraceWriter};
 use crate::{paths, timing};
 
 /// The lifecycle in force: the manifest's, with the flags laid over it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lifecycle {
+pub struct LifecycleInForce {
     pub acceptance: door::Acceptance,
     pub exit_after_task: bool,
     pub idle_timeout: Option<Duration>,
 }
 
-impl Lifecycle {
-    pub fn of(m: &manifest::Lifecycle, args: &RunArgs) -> Lifecycle {
+impl LifecycleInForce {
+    pub fn of(m: &manifest::Lifecycle, args: &RunArgs) -> LifecycleInForce {
         let queue = match args.lifecycle_task_acceptance {
-            Some(a) => a == Acceptance::Queue,
+            Some(a) => a == AcceptanceFlag::Queue,
             None => m.task_acceptance == manifest::TaskAcceptance::Queue,
         };
         // `--task` runs one task: the session ends after it unless the flag says sleep.
         let exit_after_task = match args.lifecycle_after_task {
-            Some(a) => a == AfterTask::Exit,
+            Some(a) => a == AfterTaskFlag::Exit,
             None => args.task.is_some() || m.after_task == manifest::AfterTask::Exit,
         };
         let idle = match args.lifecycle_idle_timeout {
@@ -52,7 +52,7 @@ impl Lifecycle {
             Some(IdleTimeout::Seconds(s)) => Some(s),
             None => m.idle_timeout,
         };
-        Lifecycle {
+        LifecycleInForce {
             acceptance: if queue {
                 door::Acceptance::Queue {
                     depth: m.queue_depth,
@@ -113,7 +113,7 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     if let Some(w) = capsule.components_not_run() {
         out.diag(&w.to_string());
     }
-    let lifecycle = Lifecycle::of(&capsule.manifest.lifecycle, args);
+    let lifecycle = LifecycleInForce::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),
         member.as_ref().and_then(|m| m.deadline),
@@ -159,7 +159,7 @@ struct Stage<'a> {
     /// names it, so `mur stop <frm_id>` reaches it; nothing else does).
     unbound_formation: Option<String>,
     resumed: Option<Resumed>,
-    lifecycle: Lifecycle,
+    lifecycle: LifecycleInForce,
     deadline: Option<SystemTime>,
     task_text: Option<String>,
     signals: Option<Signals>,
@@ -176,14 +176,14 @@ struct Live {
     out: Arc<Output>,
     formation_id: Option<String>,
     /// `trace.retain`, applied to the project's sessions at the end.
-    retain: manifest::Retain,
+    retain: crate::retention::Policy,
 }
 
 impl Stage<'_> {
     async fn run(mut self) -> Result<i32> {
         let session_id = match &self.resumed {
             Some(r) => r.session_id.clone(),
-            None => records::new_session_id(),
+            None => crate::ids::SessionId::mint().to_string(),
         };
         let formation_id = self.member.as_ref().map(|m| m.formation_id.clone());
         let (records, trace, murmur_md) = self.records(&session_id)?;
@@ -199,7 +199,7 @@ impl Stage<'_> {
         let record = RunningRecord {
             session_id: session_id.clone(),
             pid: std::process::id(),
-            start_time: running::process_start_time(std::process::id()),
+            start_time: crate::proc::start_time(std::process::id()),
             started_at: trace::now(),
             capsule: self.capsule.name.clone(),
             version: self.capsule.version.clone(),
@@ -265,7 +265,7 @@ impl Stage<'_> {
             env,
             out: self.out.clone(),
             formation_id,
-            retain: self.capsule.manifest.trace.retain.clone(),
+            retain: self.capsule.manifest.trace.retain,
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
         let code = live
@@ -431,7 +431,7 @@ fn fail_early(trace: &TraceWriter, out: &Output, d: &Diagnostic) -> i32 {
 
 /// What the main loop watches besides the door.
 struct Watch {
-    lifecycle: Lifecycle,
+    lifecycle: LifecycleInForce,
     deadline: Option<Instant>,
     lifeline: Option<std::os::fd::OwnedFd>,
     /// The operator's murmur.StopSession.
@@ -456,7 +456,7 @@ impl Live {
             mut signals,
         } = watch;
         let mut lifeline = lifeline.map(|fd| Box::pin(crate::lifeline::closed(fd)));
-        let mut running: Option<JoinHandle<TaskState>> = None;
+        let mut running: Option<JoinHandle<RecordedState>> = None;
         let mut idle_since = Instant::now();
         let mut first_task = None;
         if let Some(text) = task_text {
@@ -493,7 +493,7 @@ impl Live {
                 ended = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
                     running = None;
                     idle_since = Instant::now();
-                    let state = ended.unwrap_or(TaskState::Failed);
+                    let state = ended.unwrap_or(RecordedState::Failed);
                     if print_result && first_task.take().is_some() {
                         let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
                         self.out.stdout_text(&text);
@@ -541,7 +541,7 @@ impl Live {
     async fn wind_down(
         mut self,
         cause: Cause,
-        mut running: Option<JoinHandle<TaskState>>,
+        mut running: Option<JoinHandle<RecordedState>>,
         mut lifeline: Option<std::pin::Pin<Box<impl Future<Output = std::io::Result<()>>>>>,
         signals: &mut Signals,
     ) -> i32 {
@@ -565,8 +565,8 @@ impl Live {
                 .reject("the session is ending and takes no more tasks");
             self.record(Event::TaskState {
                 task_id: queued.task_id.clone(),
-                from: Some(TaskState::Submitted),
-                to: TaskState::Rejected,
+                from: Some(RecordedState::Submitted),
+                to: RecordedState::Rejected,
                 reason: Some("the session is ending".into()),
             });
         }
@@ -613,7 +613,7 @@ impl Live {
         // nothing is removed.
         if let Ok(live) = self.running.list() {
             let live: Vec<String> = live.into_iter().map(|r| r.session_id).collect();
-            for removed in super::retain::prune(
+            for removed in crate::retention::sessions::pass(
                 &self.env.records.dir,
                 &self.retain,
                 &live,
@@ -648,9 +648,9 @@ mod tests {
         run: RunArgs,
     }
 
-    fn lifecycle(manifest: manifest::Lifecycle, flags: &[&str]) -> Lifecycle {
+    fn lifecycle(manifest: manifest::Lifecycle, flags: &[&str]) -> LifecycleInForce {
         let cli = Cli::parse_from(std::iter::once("run").chain(flags.iter().copied()));
-        Lifecycle::of(&manifest, &cli.run)
+        LifecycleInForce::of(&manifest, &cli.run)
     }
 
     fn queue(depth: u32) -> manifest::Lifecycle {

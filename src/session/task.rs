@@ -8,7 +8,7 @@ use crate::agent::{self, Agent, AgentSpec, Outcome, PromptParts, TransportConfig
 use crate::door::{TaskHandle, Work};
 use crate::records::Records;
 use crate::session::output::Output;
-use crate::trace::{Event, TaskState, TraceWriter};
+use crate::trace::{Event, RecordedState, TraceWriter};
 
 /// What every task of a session shares.
 pub struct TaskEnv {
@@ -56,7 +56,13 @@ impl TaskEnv {
         }
     }
 
-    fn state(&self, task_id: &str, from: Option<TaskState>, to: TaskState, reason: Option<String>) {
+    fn state(
+        &self,
+        task_id: &str,
+        from: Option<RecordedState>,
+        to: RecordedState,
+        reason: Option<String>,
+    ) {
         self.record(Event::TaskState {
             task_id: task_id.to_string(),
             from,
@@ -67,7 +73,7 @@ impl TaskEnv {
 }
 
 /// Runs `work` to its end and returns the state it ended in.
-pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
+pub async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     let task_id = work.task_id.clone();
     let mut text = work.message.text_content();
     env.record(Event::A2aTaskReceived {
@@ -81,12 +87,12 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
     let cancel = work.cancel;
     if handle.working().is_err() {
         // Canceled (or refused) before it began.
-        return finish(&env, &handle, TaskState::Submitted, Outcome::Canceled);
+        return finish(&env, &handle, RecordedState::Submitted, Outcome::Canceled);
     }
     env.state(
         &task_id,
-        Some(TaskState::Submitted),
-        TaskState::Working,
+        Some(RecordedState::Submitted),
+        RecordedState::Working,
         None,
     );
     let transport = match agent::transport(&env.transport) {
@@ -95,7 +101,7 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
             return finish(
                 &env,
                 &handle,
-                TaskState::Working,
+                RecordedState::Working,
                 Outcome::Failed { reason },
             );
         }
@@ -128,12 +134,12 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
     loop {
         let outcome = agent.send(&text, &cancel).await;
         let Outcome::InputRequired { question } = &outcome else {
-            return finish(&env, &handle, TaskState::Working, outcome);
+            return finish(&env, &handle, RecordedState::Working, outcome);
         };
         env.state(
             &task_id,
-            Some(TaskState::Working),
-            TaskState::InputRequired,
+            Some(RecordedState::Working),
+            RecordedState::InputRequired,
             Some(question.clone()),
         );
         if let Err(d) = env.write_result(&outcome, "") {
@@ -144,14 +150,19 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
                 text = reply.text_content();
                 env.state(
                     &task_id,
-                    Some(TaskState::InputRequired),
-                    TaskState::Working,
+                    Some(RecordedState::InputRequired),
+                    RecordedState::Working,
                     None,
                 );
             }
             Err(_) => {
                 agent.close().await;
-                return finish(&env, &handle, TaskState::InputRequired, Outcome::Canceled);
+                return finish(
+                    &env,
+                    &handle,
+                    RecordedState::InputRequired,
+                    Outcome::Canceled,
+                );
             }
         }
     }
@@ -160,7 +171,12 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> TaskState {
 /// Reports a final outcome on the door, writes out/result.txt and the task's last
 /// task_state record. The door's word wins: a task the door already canceled ends
 /// canceled whatever the agent made of it meanwhile.
-fn finish(env: &TaskEnv, handle: &TaskHandle, from: TaskState, outcome: Outcome) -> TaskState {
+fn finish(
+    env: &TaskEnv,
+    handle: &TaskHandle,
+    from: RecordedState,
+    outcome: Outcome,
+) -> RecordedState {
     // result.txt first, so a caller that sees the task end finds its result; it is
     // written again below if the door canceled the task meanwhile.
     if !matches!(outcome, Outcome::Canceled)

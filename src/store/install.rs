@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{LOCAL_SCOPE, Outcome, StoreKind, Stores, put, sha256_bytes, write::conflict};
+use super::{LOCAL_SCOPE, Outcome, StoreKind, Stores, put, write::conflict};
 use crate::catalogue::{E_PAK_001, E_PAK_004, E_PAK_006, E_STO_001, E_STO_003};
 use crate::diag::{Diagnostic, Result};
 use crate::pack;
@@ -31,7 +31,7 @@ pub struct Ready {
     pub name: String,
     pub version: String,
     pub bytes: Vec<u8>,
-    pub sha256: String,
+    pub sha256: crate::ids::Sha256,
     pub from: PathBuf,
 }
 
@@ -146,7 +146,7 @@ pub fn prepare(path: &Path) -> Result<Ready> {
     super::artifact_path_or_refuse(Path::new(""), &name, &manifest.version)
         .map_err(|d| d.in_file(path))?;
     Ok(Ready {
-        sha256: sha256_bytes(&bytes),
+        sha256: crate::ids::Sha256::of(&bytes),
         name,
         version: manifest.version,
         bytes,

@@ -38,11 +38,11 @@ fn find_looks_in_the_project_store_first() {
     install(&stores, StoreKind::Global, "coder", &global);
     let found = stores.find("local/coder", "1.2.0").unwrap().unwrap();
     assert_eq!(found.store, StoreKind::Global);
-    assert_eq!(found.sha256, sha256_bytes(&global));
+    assert_eq!(found.sha256, crate::ids::Sha256::of(&global));
     install(&stores, StoreKind::Project, "coder", &project);
     let found = stores.find("local/coder", "1.2.0").unwrap().unwrap();
     assert_eq!(found.store, StoreKind::Project);
-    assert_eq!(found.sha256, sha256_bytes(&project));
+    assert_eq!(found.sha256, crate::ids::Sha256::of(&project));
     assert_eq!(found.path, stores.project.join("local/coder/1.2.0.mur.zip"));
     assert_eq!(stores.find("local/coder", "1.3.0").unwrap(), None);
     // Names no store can hold are simply not there.
@@ -132,8 +132,12 @@ fn same_bytes_again_change_nothing_other_bytes_are_refused_unless_forced() {
     )
     .unwrap_err();
     assert_eq!(err.code, catalogue::E_STO_003);
-    assert!(err.message.contains(&one.sha256), "{err}");
-    assert!(err.message.contains(&sha256_bytes(&other)), "{err}");
+    assert!(err.message.contains(one.sha256.as_str()), "{err}");
+    assert!(
+        err.message
+            .contains(crate::ids::Sha256::of(&other).as_str()),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&one.path).unwrap(), first);
     let forced = put(
         &stores,
@@ -174,7 +178,7 @@ fn verify_refuses_changed_bytes() {
     std::fs::write(&one.path, bytes).unwrap();
     let err = verify(&one).unwrap_err();
     assert_eq!(err.code, catalogue::E_RUN_047);
-    assert!(err.message.contains(&one.sha256), "{err}");
+    assert!(err.message.contains(one.sha256.as_str()), "{err}");
     std::fs::remove_file(&one.path).unwrap();
     assert_eq!(verify(&one).unwrap_err().code, catalogue::E_RUN_047);
 }

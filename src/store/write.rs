@@ -4,13 +4,13 @@
 //! `.…partial` file, which look-ups ignore; folders made for a failed install are
 //! removed again.
 
-use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{Installed, StoreKind, Stores, artifact_path_or_refuse, sha256_bytes};
+use super::{Installed, StoreKind, Stores, artifact_path_or_refuse};
 use crate::catalogue::{E_STO_001, E_STO_002, E_STO_003};
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Durability};
 
 /// What `put` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub enum Outcome {
     /// Other bytes of the same name and version were replaced (`--force`).
     Replaced {
         installed: Installed,
-        old_sha256: String,
+        old_sha256: crate::ids::Sha256,
     },
 }
 
@@ -38,7 +38,7 @@ pub fn put(
 ) -> Result<Outcome> {
     let root = stores.root(kind).to_path_buf();
     let path = artifact_path_or_refuse(&root, name, version)?;
-    let sha256 = sha256_bytes(bytes);
+    let sha256 = crate::ids::Sha256::of(bytes);
     let existing = stores.find_in(kind, name, version)?;
     if let Some(old) = existing.clone() {
         if old.sha256 == sha256 {
@@ -65,7 +65,13 @@ pub fn put(
     }
     let dir = path.parent().unwrap_or(&root).to_path_buf();
     let created = make_dirs(&dir).map_err(|e| store_error(&dir, &e))?;
-    let written = write_file(&dir, &path, bytes, force || existing.is_some());
+    // Other commands and formations bind to what is installed: the rename is made
+    // durable too.
+    let written = if force || existing.is_some() {
+        fsutil::write_atomic(&path, bytes, 0o644, Durability::Folder).map(|()| true)
+    } else {
+        fsutil::create_atomic(&path, bytes, 0o644, Durability::Folder)
+    };
     let installed = Installed {
         name: name.to_string(),
         version: version.to_string(),
@@ -103,7 +109,7 @@ pub fn put(
 }
 
 /// E-STO-003 naming both sha256s.
-pub fn conflict(old: &Installed, new_sha256: &str) -> Diagnostic {
+pub fn conflict(old: &Installed, new_sha256: &crate::ids::Sha256) -> Diagnostic {
     Diagnostic::new(
         E_STO_003,
         format!(
@@ -115,31 +121,6 @@ pub fn conflict(old: &Installed, new_sha256: &str) -> Diagnostic {
     .hint(
         "Give the capsule a new version, or replace the installed one with `mur install --force`.",
     )
-}
-
-/// Writes, fsyncs and renames into place. Ok(false) when `replace` is off and the
-/// target appeared meanwhile (nothing was replaced).
-fn write_file(dir: &Path, path: &Path, bytes: &[u8], replace: bool) -> io::Result<bool> {
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".")
-        .suffix(".partial")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    tmp.as_file().sync_all()?;
-    if replace {
-        tmp.persist(path).map_err(|e| e.error)?;
-    } else {
-        match tmp.persist_noclobber(path) {
-            Ok(_) => {}
-            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(e) => return Err(e.error),
-        }
-    }
-    // The rename is durable only once the folder holding it is.
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok(true)
 }
 
 /// Temporary files older than this are leftovers of killed installs; no install

@@ -36,8 +36,8 @@ fn every_event() -> Vec<Event> {
         },
         Event::TaskState {
             task_id: "t1".into(),
-            from: Some(TaskState::Working),
-            to: TaskState::InputRequired,
+            from: Some(RecordedState::Working),
+            to: RecordedState::InputRequired,
             reason: Some("which file?".into()),
         },
         Event::InferenceTurn {
@@ -81,7 +81,7 @@ fn every_event() -> Vec<Event> {
             call_id: "call_1".into(),
             member: "reviewer".into(),
             member_task_id: Some("t9".into()),
-            state: TaskState::Completed,
+            state: RecordedState::Completed,
             text: "looks good".into(),
         },
         Event::FormationEnded {
@@ -166,7 +166,7 @@ fn field_names_are_the_documented_ones() {
     let v = serde_json::to_value(Event::TaskState {
         task_id: "t".into(),
         from: None,
-        to: TaskState::InputRequired,
+        to: RecordedState::InputRequired,
         reason: None,
     })
     .unwrap();

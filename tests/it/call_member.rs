@@ -10,7 +10,7 @@ use mur::agent::{Message, Outcome, ToolCall};
 use mur::call_member::{CallConfig, CallMember, Trust, fence};
 use mur::credential::FormationKey;
 use mur::door::Acceptance;
-use mur::trace::{Event, TaskState};
+use mur::trace::{Event, RecordedState};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::json;
 use tokio::sync::Semaphore;
@@ -109,7 +109,7 @@ async fn a_three_member_chain_answers_back_fenced() {
         _ => None,
     });
     let (state, text, b_task) = b_answer.expect("a's trace has b's answer");
-    assert_eq!(state, TaskState::Completed);
+    assert_eq!(state, RecordedState::Completed);
     assert!(text.starts_with("Plan for: Build the parser."), "{text}");
     assert!(a_records.iter().any(|r| matches!(&r.event,
         Event::MemberCall { member, member_task_id, .. } if member == "b" && *member_task_id == b_task)));
@@ -206,7 +206,7 @@ async fn a_busy_member_takes_the_offered_task_once_free() {
     let answers = calls.wait_all(&cancel()).await;
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].member, "coder");
-    assert_eq!(answers[0].state, TaskState::Completed);
+    assert_eq!(answers[0].state, RecordedState::Completed);
     assert_eq!(answers[0].text, "done: review it");
     let id = answers[0]
         .member_task_id
@@ -250,7 +250,7 @@ async fn a_call_past_its_deadline_fails() {
     assert!(out.output.starts_with("coder is busy"), "{}", out.output);
     let answers = calls.wait_all(&cancel()).await;
     assert_eq!(answers.len(), 1);
-    assert_eq!(answers[0].state, TaskState::Failed);
+    assert_eq!(answers[0].state, RecordedState::Failed);
     assert_eq!(answers[0].member_task_id, None);
     assert!(
         answers[0]
@@ -268,7 +268,7 @@ async fn a_call_past_its_deadline_fails() {
     assert!(rec.iter().any(|r| matches!(
         &r.event,
         Event::MemberAnswer {
-            state: TaskState::Failed,
+            state: RecordedState::Failed,
             member_task_id: None,
             ..
         }
@@ -615,7 +615,7 @@ async fn a_task_taken_just_after_the_caller_ended_is_canceled() {
         let rec = records(&t);
         if let Some(text) = rec.iter().find_map(|r| match &r.event {
             Event::MemberAnswer {
-                state: TaskState::Canceled,
+                state: RecordedState::Canceled,
                 member_task_id: Some(id),
                 text,
                 ..

@@ -424,7 +424,7 @@ fn stop_of_a_formation_signals_the_launcher_its_marker_names() {
     let marker = mur::formation::marker::Marker {
         project_dir: w.proj.clone(),
         launcher_pid: launcher.id(),
-        launcher_start: mur::formation::marker::process_start(launcher.id()).unwrap(),
+        launcher_start: mur::proc::start_time(launcher.id()).unwrap().to_string(),
     };
     marker.write(&dir).unwrap();
     let out = w.mur().args(["stop", frm]).output().unwrap();

@@ -1,5 +1,9 @@
 use super::*;
+use crate::retention::Reason;
 use std::collections::HashSet;
+use std::io;
+use std::path::PathBuf;
+use std::time::{Duration, UNIX_EPOCH};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -90,24 +94,24 @@ fn none_running() -> Running {
     Ok(HashSet::new())
 }
 
-#[test]
-fn the_line_is_the_spec_s() {
-    let r = Removal {
-        formation: "frm_0199c4e2f1b7712a9d3e4f5061728394".into(),
-        reason: Reason::MaxSessions,
-    };
-    assert_eq!(
-        r.line(),
-        "[mur run] retention: removed formation frm_0199c4e2f1b7712a9d3e4f5061728394 (max_sessions)"
-    );
+fn removal(id: &str, reason: Reason) -> Removal {
+    Removal {
+        removed: Removed::Formation(id.parse().unwrap()),
+        reason,
+    }
 }
 
 #[test]
 fn minted_at_reads_the_uuidv7_time() {
     let now = UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
-    assert_eq!(minted_at(&id_at(now, Duration::ZERO, 5)), Some(now));
-    assert_eq!(minted_at("frm_xyz"), None);
-    assert_eq!(minted_at("ses_0199c4e2f1b7712a9d3e4f5061728394"), None);
+    let id: FormationId = id_at(now, Duration::ZERO, 5).parse().unwrap();
+    assert_eq!(id.minted_at(), now);
+    assert!("frm_xyz".parse::<FormationId>().is_err());
+    assert!(
+        "ses_0199c4e2f1b7712a9d3e4f5061728394"
+            .parse::<FormationId>()
+            .is_err()
+    );
 }
 
 #[test]
@@ -137,14 +141,8 @@ fn max_sessions_keeps_the_newest_including_the_current_one() {
     assert_eq!(
         removed,
         vec![
-            Removal {
-                formation: b.clone(),
-                reason: Reason::MaxSessions
-            },
-            Removal {
-                formation: a.clone(),
-                reason: Reason::MaxSessions
-            },
+            removal(&b, Reason::MaxSessions),
+            removal(&a, Reason::MaxSessions),
         ],
         "newest first"
     );
@@ -168,13 +166,7 @@ fn max_age_and_both_limits_name_max_age() {
         max_age: Some(HOUR),
     };
     let removed = w.pass(&current, policy, none_running());
-    assert_eq!(
-        removed,
-        vec![Removal {
-            formation: old.clone(),
-            reason: Reason::MaxAge
-        }]
-    );
+    assert_eq!(removed, vec![removal(&old, Reason::MaxAge)]);
     assert!(w.exists(&young) && w.exists(&current));
 }
 

@@ -1,4 +1,4 @@
-//! Removing formation directories: the entry member's `trace.retain` bounds its
+//! `trace.retain` for formation directories: the entry member's `trace.retain` bounds its
 //! roster's formation directories. The pass runs at the end of every
 //! `mur run --roster`, after every member of that launch has stopped.
 //!
@@ -8,59 +8,12 @@
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
+use super::{Policy, Removal, Removed};
 use crate::formation::marker::Marker;
+use crate::ids::FormationId;
 use crate::paths;
-
-/// The two keys of `trace.retain` as they apply to formation directories.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Policy {
-    pub max_sessions: Option<u32>,
-    pub max_age: Option<Duration>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    MaxSessions,
-    MaxAge,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::MaxSessions => "max_sessions",
-            Reason::MaxAge => "max_age",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Removal {
-    pub formation: String,
-    pub reason: Reason,
-}
-
-impl Removal {
-    /// The stderr line the spec gives, byte for byte.
-    pub fn line(&self) -> String {
-        format!(
-            "[mur run] retention: removed formation {} ({})",
-            self.formation,
-            self.reason.as_str()
-        )
-    }
-}
-
-/// The time in a `frm_` id (a UUIDv7 in hex): its first 48 bits are Unix milliseconds.
-pub fn minted_at(formation: &str) -> Option<SystemTime> {
-    let hex = formation.strip_prefix("frm_")?;
-    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let ms = u64::from_str_radix(&hex[..12], 16).ok()?;
-    Some(UNIX_EPOCH + Duration::from_millis(ms))
-}
 
 /// The two roots a pass works in.
 #[derive(Debug, Clone)]
@@ -103,7 +56,7 @@ pub fn pass(
     running: &Running,
     now: SystemTime,
 ) -> Vec<Removal> {
-    if policy.max_sessions.is_none() && policy.max_age.is_none() {
+    if policy.is_unbounded() {
         return Vec::new();
     }
     sweep_trash(dirs);
@@ -115,34 +68,27 @@ pub fn pass(
     };
 
     // The project's formation directories: those whose marker names this project.
-    let mut ours: Vec<(String, SystemTime, Marker)> = entries
+    let mut ours: Vec<(FormationId, Marker)> = entries
         .flatten()
         .filter_map(|entry| {
-            let name = entry.file_name().into_string().ok()?;
-            let minted = minted_at(&name)?;
+            let id: FormationId = entry.file_name().to_str()?.parse().ok()?;
             let marker = Marker::read(&entry.path())?;
-            (marker.project_dir == project).then_some((name, minted, marker))
+            (marker.project_dir == project).then_some((id, marker))
         })
         .collect();
     ours.sort_by(|a, b| b.0.cmp(&a.0)); // newest first: UUIDv7 hex sorts by time
 
     let mut removed = Vec::new();
-    for (index, (formation, minted, marker)) in ours.iter().enumerate() {
-        let over_age = policy
-            .max_age
-            .is_some_and(|max| now.duration_since(*minted).unwrap_or_default() > max);
-        let over_count = policy.max_sessions.is_some_and(|max| index >= max as usize);
-        let reason = match (over_age, over_count) {
-            (true, _) => Reason::MaxAge,
-            (false, true) => Reason::MaxSessions,
-            (false, false) => continue,
+    for (rank, (formation, marker)) in ours.iter().enumerate() {
+        let Some(reason) = policy.reason(rank, formation.minted_at(), now) else {
+            continue;
         };
-        if protected(formation, current, marker, running) {
+        if protected(formation.as_str(), current, marker, running) {
             continue;
         }
-        if remove(dirs, formation).is_ok() {
+        if remove(dirs, formation.as_str()).is_ok() {
             removed.push(Removal {
-                formation: formation.clone(),
+                removed: Removed::Formation(formation.clone()),
                 reason,
             });
         }

@@ -5,49 +5,17 @@
 //! started after it, or one still running.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use crate::manifest::Retain;
+use super::{Policy, Removal, Removed};
+use crate::ids::SessionId;
 use crate::trace;
 
-/// One removed session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Removed {
-    pub session_id: String,
-    /// `max_sessions` or `max_age` (`max_age` when both bound it).
-    pub reason: &'static str,
-}
-
-impl Removed {
-    /// The stderr line that reports it.
-    pub fn line(&self) -> String {
-        format!(
-            "[mur run] retention: removed session {} ({})",
-            self.session_id, self.reason
-        )
-    }
-}
-
-/// The time in a `ses_` id (UUIDv7 hex): its first 48 bits are Unix milliseconds.
-pub fn started_at(session_id: &str) -> Option<SystemTime> {
-    let hex = session_id.strip_prefix("ses_")?;
-    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let ms = u64::from_str_radix(&hex[..12], 16).ok()?;
-    Some(UNIX_EPOCH + Duration::from_millis(ms))
-}
-
-/// Applies `retain` to the sessions beside `current_dir` (the current session's
+/// Applies `policy` to the sessions beside `current_dir` (the current session's
 /// records directory). `live` names sessions still running. Returns what it removed,
 /// newest first.
-pub fn prune(
-    current_dir: &Path,
-    retain: &Retain,
-    live: &[String],
-    now: SystemTime,
-) -> Vec<Removed> {
-    if retain.max_sessions.is_none() && retain.max_age.is_none() {
+pub fn pass(current_dir: &Path, policy: &Policy, live: &[String], now: SystemTime) -> Vec<Removal> {
+    if policy.is_unbounded() {
         return Vec::new();
     }
     let (Some(parent), Some(current)) = (
@@ -58,17 +26,16 @@ pub fn prune(
     ) else {
         return Vec::new();
     };
-    let mut sessions: Vec<(String, PathBuf)> = std::fs::read_dir(parent)
+    let mut sessions: Vec<(SessionId, PathBuf)> = std::fs::read_dir(parent)
         .map(|entries| {
             entries
                 .flatten()
                 .filter_map(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
+                    let id: SessionId = e.file_name().to_str()?.parse().ok()?;
                     let path = e.path();
-                    let ours = name.starts_with("ses_")
-                        && e.file_type().is_ok_and(|t| t.is_dir())
+                    let ours = e.file_type().is_ok_and(|t| t.is_dir())
                         && path.join(trace::FILE_NAME).is_file();
-                    ours.then_some((name, path))
+                    ours.then_some((id, path))
                 })
                 .collect()
         })
@@ -77,21 +44,15 @@ pub fn prune(
     sessions.sort_by(|a, b| b.0.cmp(&a.0));
     let mut removed = Vec::new();
     for (rank, (id, path)) in sessions.iter().enumerate() {
-        if *id >= current || live.contains(id) {
+        if id.as_str() >= current.as_str() || live.iter().any(|l| id == l.as_str()) {
             continue;
         }
-        let too_old = retain.max_age.is_some_and(|age| {
-            started_at(id).is_some_and(|at| now.duration_since(at).is_ok_and(|d| d > age))
-        });
-        let too_many = retain.max_sessions.is_some_and(|max| rank >= max as usize);
-        let reason = match (too_old, too_many) {
-            (true, _) => "max_age",
-            (false, true) => "max_sessions",
-            (false, false) => continue,
+        let Some(reason) = policy.reason(rank, id.minted_at(), now) else {
+            continue;
         };
         if std::fs::remove_dir_all(path).is_ok() {
-            removed.push(Removed {
-                session_id: id.clone(),
+            removed.push(Removal {
+                removed: Removed::Session(id.clone()),
                 reason,
             });
         }
@@ -102,11 +63,13 @@ pub fn prune(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retention::Reason;
     use crate::trace::{CapsuleRef, Event, TraceWriter};
+    use std::time::Duration;
 
     fn session(root: &Path, capsule: &str) -> String {
         // UUIDv7 ids made in order are increasing.
-        let id = crate::records::new_session_id();
+        let id = SessionId::mint().to_string();
         let dir = root.join(&id);
         std::fs::create_dir_all(&dir).unwrap();
         let trace = TraceWriter::create(&dir.join(trace::FILE_NAME)).unwrap();
@@ -140,19 +103,20 @@ mod tests {
         let older = session(root.path(), "local/a");
         let current = session(root.path(), "local/a");
         let newer = session(root.path(), "local/a");
-        let retain = Retain {
+        let retain = Policy {
             max_sessions: Some(2),
             max_age: None,
         };
-        let removed = prune(
+        let removed = pass(
             &root.path().join(&current),
             &retain,
             std::slice::from_ref(&live),
             SystemTime::now(),
         );
-        let ids: Vec<&str> = removed.iter().map(|r| r.session_id.as_str()).collect();
-        assert_eq!(ids, [older.as_str(), oldest.as_str()]);
-        assert!(removed.iter().all(|r| r.reason == "max_sessions"));
+        let ids: Vec<Removed> = removed.iter().map(|r| r.removed.clone()).collect();
+        let session = |id: &str| Removed::Session(id.parse().unwrap());
+        assert_eq!(ids, [session(&older), session(&oldest)]);
+        assert!(removed.iter().all(|r| r.reason == Reason::MaxSessions));
         for kept in [&live, &current, &newer] {
             assert!(root.path().join(kept).is_dir(), "{kept} was removed");
         }
@@ -167,16 +131,16 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let old = session(root.path(), "local/a");
         let current = session(root.path(), "local/a");
-        let retain = Retain {
+        let retain = Policy {
             max_sessions: None,
             max_age: Some(Duration::from_secs(3600)),
         };
         let later = SystemTime::now() + Duration::from_secs(7200);
-        let removed = prune(&root.path().join(&current), &retain, &[], later);
+        let removed = pass(&root.path().join(&current), &retain, &[], later);
         assert_eq!(removed.len(), 1);
-        assert_eq!(removed[0].session_id, old);
-        assert_eq!(removed[0].reason, "max_age");
-        let none = Retain::default();
-        assert!(prune(&root.path().join(&current), &none, &[], later).is_empty());
+        assert_eq!(removed[0].removed, Removed::Session(old.parse().unwrap()));
+        assert_eq!(removed[0].reason, Reason::MaxAge);
+        let none = Policy::default();
+        assert!(pass(&root.path().join(&current), &none, &[], later).is_empty());
     }
 }
