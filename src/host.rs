@@ -29,6 +29,6 @@ pub fn report_unless_reported() {
         return;
     }
     for w in warnings() {
-        crate::diag::stderr_line(&w);
+        crate::output::stderr_line(&w);
     }
 }

@@ -20,6 +20,7 @@ pub mod host;
 pub mod lifeline;
 pub mod lock;
 pub mod manifest;
+pub mod output;
 pub mod pack;
 pub mod paths;
 pub mod readiness;

@@ -15,7 +15,7 @@ use zip::{CompressionMethod, DateTime, System, ZipWriter};
 use crate::catalogue::{E_PAK_001, E_PAK_002, E_PAK_003, E_PAK_006};
 use crate::diag::{Diagnostic, Result};
 use crate::manifest::{self, Manifest};
-use crate::store;
+use crate::{output, store};
 
 mod archive;
 
@@ -75,8 +75,8 @@ pub fn run(args: &PackArgs) -> Result<i32> {
         .map_err(|e| fault(&e))?;
     tmp.as_file().sync_all().map_err(|e| fault(&e))?;
     tmp.persist(&path).map_err(|e| fault(&e.error))?;
-    println!("{}", path.display());
-    println!("sha256 {}", packed.sha256);
+    output::stdout_line(path.display());
+    output::stdout_line(format_args!("sha256 {}", packed.sha256));
     Ok(0)
 }
 

@@ -19,7 +19,7 @@ use crate::catalogue::{E_RUN_045, E_RUN_053};
 use crate::channel::{Credentials, Line};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
-use crate::diag::stderr_line;
+use crate::output::stderr_line;
 use crate::formation::dirs;
 use crate::formation::member::{self, Spec, Started};
 use crate::readiness::{self, NotReady, Ready};
