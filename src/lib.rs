@@ -14,6 +14,7 @@ pub mod credential;
 pub mod diag;
 pub mod doctor;
 pub mod door;
+pub mod env;
 pub mod explain;
 pub mod formation;
 pub mod host;

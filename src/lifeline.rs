@@ -16,7 +16,7 @@ use nix::fcntl::{FcntlArg, FdFlag, fcntl};
 use nix::sys::stat::{SFlag, fstat};
 
 /// `MURMUR_FORMATION_LIFELINE`: the descriptor of a member's own lifeline.
-pub const ENV: &str = "MURMUR_FORMATION_LIFELINE";
+pub const ENV: &str = crate::env::MURMUR_FORMATION_LIFELINE;
 
 /// The launcher's write end of one member's lifeline. Dropping it closes it.
 #[derive(Debug)]

@@ -443,7 +443,7 @@ fn unix_ms(at: SystemTime) -> u64 {
 /// The documented test setting (docs/testing.md) that makes the launcher itself grow
 /// until the OOM killer ends it, `<seconds>` after the entry member has started. Off
 /// unless set to a whole number of seconds.
-pub const BALLOON_ENV: &str = "MUR_TEST_LAUNCHER_BALLOON";
+pub const BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
 
 fn balloon_requested() -> Option<Duration> {
     parse_balloon(std::env::var(BALLOON_ENV).ok().as_deref())
