@@ -87,7 +87,7 @@ vars! {
 
 /// The prefix of the names mur owns: a capsule's `capabilities.env.allow` never passes
 /// one on.
-pub const MURMUR_PREFIX: &str = "MURMUR_";
+pub const RESERVED_PREFIX: &str = "MURMUR_";
 
 /// The names of the variables of one use, in [`ALL`]'s order.
 pub fn names(used: Use) -> Vec<&'static str> {
@@ -127,6 +127,9 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        assert!(ALL.iter().all(|v| !v.doc.is_empty() && !v.doc.contains('\n')));
+        assert!(
+            ALL.iter()
+                .all(|v| !v.doc.is_empty() && !v.doc.contains('\n'))
+        );
     }
 }

@@ -52,12 +52,12 @@ impl World {
     /// `count` capsule source folders `c000…` in the project, installed.
     fn install(&self, count: usize) -> Vec<String> {
         let names = self.sources(count);
-        let out = self
-            .mur(&["install"])
-            .args(&names)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = self.mur(&["install"]).args(&names).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         names
     }
 
@@ -158,7 +158,11 @@ fn stderr_closed(mut cmd: Command) -> Option<i32> {
 }
 
 fn long(text: &[u8]) {
-    assert!(text.len() > 2 * 4096, "only {} bytes: too short to fill the pipe", text.len());
+    assert!(
+        text.len() > 2 * 4096,
+        "only {} bytes: too short to fill the pipe",
+        text.len()
+    );
 }
 
 #[test]
@@ -181,7 +185,11 @@ fn install_into_head_installs_everything() {
     install.args(&names);
     let e = head_1(install);
     e.quietly(0);
-    assert!(e.first_line.starts_with("installed local/c000 1.0.0"), "{}", e.first_line);
+    assert!(
+        e.first_line.starts_with("installed local/c000 1.0.0"),
+        "{}",
+        e.first_line
+    );
     // Every artifact is in the store, though nobody read the report.
     let out = w.mur(&["ls", "--json"]).output().unwrap();
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -229,10 +237,19 @@ fn doctor_into_head() {
     long(&w.mur(&["doctor"]).output().unwrap().stdout);
     let e = head_1(w.mur(&["doctor"]));
     e.quietly(0);
-    assert!(e.first_line.ends_with("admitted (80 members, 0 edges, 0 warnings)"), "{}", e.first_line);
+    assert!(
+        e.first_line
+            .ends_with("admitted (80 members, 0 edges, 0 warnings)"),
+        "{}",
+        e.first_line
+    );
     stdout_closed(w.mur(&["doctor", "--json"])).quietly(0);
     // Refused, with stderr gone: the status still tells.
-    std::fs::write(w.proj().join("roster.yaml"), "roster_version: 1\nmembers: []\n").unwrap();
+    std::fs::write(
+        w.proj().join("roster.yaml"),
+        "roster_version: 1\nmembers: []\n",
+    )
+    .unwrap();
     assert_eq!(stderr_closed(w.mur(&["doctor"])), Some(1));
 }
 
@@ -243,7 +260,10 @@ fn pack_and_new_into_a_closed_pipe() {
     let out = w.proj().join("out");
     let e = stdout_closed(w.mur(&["pack", &names[0], "--out", out.to_str().unwrap()]));
     e.quietly(0);
-    assert!(out.join("c000-1.0.0.mur.zip").is_file(), "packed though nobody read it");
+    assert!(
+        out.join("c000-1.0.0.mur.zip").is_file(),
+        "packed though nobody read it"
+    );
     stdout_closed(w.mur(&["new", "hello"])).quietly(0);
     assert!(w.proj().join("hello/murmur.yaml").is_file());
     stdout_closed(w.mur(&["new", "crew", "--roster"])).quietly(0);

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::admission::{self, Admitted};
 use crate::catalogue::{E_RUN_002, E_RUN_046};
-use crate::output::stderr_line;
 use crate::diag::{Diagnostic, Result};
+use crate::output::stderr_line;
 use crate::retention::Policy;
 
 pub mod dirs;

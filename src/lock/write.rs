@@ -12,9 +12,9 @@ use clap::Args;
 use super::{FILE_NAME, Lock, Pin};
 use crate::catalogue::{E_MAN_001, E_REG_002, E_REG_006, E_REG_007, E_ROS_001, W_REG_001};
 use crate::diag::{Diagnostic, Location, Result};
-use crate::{manifest, output};
 use crate::store::{self, StoreKind, Stores};
 use crate::yaml::{self, Node, Reader, Value};
+use crate::{manifest, output};
 
 /// The roster file `mur lock` reads members from (the roster module owns its rules).
 const ROSTER_FILE: &str = "roster.yaml";

@@ -8,10 +8,10 @@ use nix::unistd::Pid;
 use crate::catalogue::{E_RUN_003, E_RUN_004};
 use crate::diag::{Diagnostic, Result};
 use crate::formation::marker::Marker;
-use crate::{output, paths};
 use crate::records::{self, Records};
 use crate::running::{RunningDir, RunningRecord};
 use crate::trace::{self, Event};
+use crate::{output, paths};
 
 /// `mur stop <ses_id|frm_id>`
 #[derive(Debug, Clone, Args)]
@@ -78,7 +78,9 @@ pub fn stop(args: &StopArgs) -> Result<i32> {
                 format!("cannot send SIGTERM to {what} (pid {pid}): {e}"),
             )
         })?;
-        output::stderr_line(format_args!("[mur stop] sent SIGTERM to {what} (pid {pid})"));
+        output::stderr_line(format_args!(
+            "[mur stop] sent SIGTERM to {what} (pid {pid})"
+        ));
     }
     Ok(0)
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::a2a;
 use crate::agent::{self, Agent, AgentSpec, Outcome, PromptParts, TransportConfig};
 use crate::door::{TaskHandle, Work};
-use crate::records::Records;
 use crate::output;
+use crate::records::Records;
 use crate::trace::{Event, TaskState, TraceWriter};
 
 /// What every task of a session shares.
