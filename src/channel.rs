@@ -16,7 +16,7 @@ use crate::credential::FormationToken;
 use tokio::sync::mpsc;
 
 /// `MURMUR_FORMATION_CHANNEL`: the inherited descriptor the channel is read from.
-pub const ENV: &str = "MURMUR_FORMATION_CHANNEL";
+pub const ENV: &str = crate::env::MURMUR_FORMATION_CHANNEL;
 /// A line longer than this is not a channel line.
 const MAX_LINE: usize = 256 * 1024;
 

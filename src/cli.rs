@@ -40,6 +40,25 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
 }
 
+impl Command {
+    /// The command's name, as typed (`run` in `mur run`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Explain(_) => "explain",
+            Command::New(_) => "new",
+            Command::Pack(_) => "pack",
+            Command::Install(_) => "install",
+            Command::Ls(_) => "ls",
+            Command::Lock(_) => "lock",
+            Command::Run(_) => "run",
+            Command::Stop(_) => "stop",
+            Command::Ps(_) => "ps",
+            Command::Trace(_) => "trace",
+            Command::Doctor(_) => "doctor",
+        }
+    }
+}
+
 /// Runs the parsed command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
@@ -65,5 +84,16 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn command_names_are_the_subcommands() {
+        let cli = Cli::command();
+        let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+        for args in [["mur", "ps"], ["mur", "ls"], ["mur", "lock"]] {
+            let parsed = Cli::try_parse_from(args).unwrap();
+            assert_eq!(parsed.command.name(), args[1]);
+            assert!(names.contains(&parsed.command.name()));
+        }
     }
 }

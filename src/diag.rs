@@ -131,10 +131,3 @@ impl fmt::Display for Diagnostic {
 impl std::error::Error for Diagnostic {}
 
 pub type Result<T, E = Diagnostic> = std::result::Result<T, E>;
-
-/// Writes one line to stderr, ignoring failure: a closed stderr (the reader gone,
-/// SIGPIPE ignored) must never turn into a panic. `eprintln!` would panic.
-pub fn stderr_line(line: impl fmt::Display) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
-}

@@ -4,7 +4,6 @@
 //! warnings, on stdout; exit 0. Refused: the code, the member or rule at fault,
 //! file:line:column and a hint, on stderr (or in the `--json` object); exit 1.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -12,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::admission::{self, Admitted};
 use crate::diag::Result;
+use crate::output;
 use crate::roster::{self, Fault, Refusal};
 
 #[derive(Debug, Args)]
@@ -33,16 +33,20 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     let file = roster::resolve(&path);
     let outcome = admission::admit_report(&file);
     let status = i32::from(outcome.is_err());
-    let mut out = std::io::stdout().lock();
     // A closed stdout is not the roster's fault: the exit status still tells.
-    let _ = match (&outcome, args.json) {
-        (_, true) => writeln!(out, "{}", to_json(&file, &outcome)),
-        (Ok(admitted), false) => write!(out, "{}", report(admitted)),
-        (Err(refusal), false) => {
-            eprintln!("{}: refused\n{}", file.display(), refusal.diagnostic);
-            Ok(())
+    match (&outcome, args.json) {
+        (_, true) => {
+            output::stdout_line(to_json(&file, &outcome));
         }
-    };
+        (Ok(admitted), false) => {
+            output::stdout_text(&report(admitted));
+        }
+        (Err(refusal), false) => output::stderr_line(format_args!(
+            "{}: refused\n{}",
+            file.display(),
+            refusal.diagnostic
+        )),
+    }
     Ok(status)
 }
 

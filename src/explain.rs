@@ -4,6 +4,7 @@ use clap::Args;
 
 use crate::catalogue::{self, E_CLI_001};
 use crate::diag::{Diagnostic, Result};
+use crate::output;
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -20,21 +21,23 @@ pub struct ExplainArgs {
 
 pub fn run(args: &ExplainArgs) -> Result<i32> {
     if args.markdown {
-        print!("{}", catalogue::markdown());
+        output::stdout_text(&catalogue::markdown());
         return Ok(0);
     }
     if args.list {
         for e in catalogue::ENTRIES {
-            println!("{}  {}", e.code, e.title);
+            if !output::stdout_line(format_args!("{}  {}", e.code, e.title)) {
+                break;
+            }
         }
         return Ok(0);
     }
     let code = args.code.as_deref().unwrap_or_default();
     let entry = catalogue::lookup(code)
         .ok_or_else(|| Diagnostic::new(E_CLI_001, format!("no code `{code}` in the catalogue")))?;
-    println!(
+    output::stdout_line(format_args!(
         "{} — {}\n\n{}\n\nHint: {}",
         entry.code, entry.title, entry.meaning, entry.hint
-    );
+    ));
     Ok(0)
 }

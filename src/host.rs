@@ -5,9 +5,6 @@
 use crate::catalogue::W_SEC_013;
 use crate::diag::Diagnostic;
 
-/// `MURMUR_HOST_WARNINGS_REPORTED`
-pub const REPORTED_ENV: &str = "MURMUR_HOST_WARNINGS_REPORTED";
-
 /// The warnings that apply to this host now.
 pub fn warnings() -> Vec<Diagnostic> {
     let mut out = Vec::new();
@@ -25,10 +22,10 @@ pub fn warnings() -> Vec<Diagnostic> {
 
 /// Prints the host warnings to stderr unless a launcher already reported them.
 pub fn report_unless_reported() {
-    if std::env::var(REPORTED_ENV).is_ok_and(|v| v == "1") {
+    if std::env::var(crate::env::MURMUR_HOST_WARNINGS_REPORTED).is_ok_and(|v| v == "1") {
         return;
     }
     for w in warnings() {
-        crate::diag::stderr_line(&w);
+        crate::output::stderr_line(&w);
     }
 }

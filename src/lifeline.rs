@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// `MURMUR_FORMATION_LIFELINE`: the descriptor of a member's own lifeline.
-pub const ENV: &str = "MURMUR_FORMATION_LIFELINE";
+pub const ENV: &str = crate::env::MURMUR_FORMATION_LIFELINE;
 
 /// The launcher's write end of one member's lifeline. Dropping it closes it.
 #[derive(Debug)]

@@ -16,7 +16,7 @@ use crate::catalogue::{E_PAK_001, E_PAK_002, E_PAK_003, E_PAK_006};
 use crate::diag::{Diagnostic, Result};
 use crate::fsutil::{self, Durability};
 use crate::manifest::{self, Manifest};
-use crate::store;
+use crate::{output, store};
 
 mod archive;
 
@@ -66,8 +66,8 @@ pub fn run(args: &PackArgs) -> Result<i32> {
     std::fs::create_dir_all(&out_dir).map_err(|e| fault(&e))?;
     // Written whole or not at all; a lost rename after a crash is a pack to run again.
     fsutil::write_atomic(&path, &packed.bytes, 0o644, Durability::File).map_err(|e| fault(&e))?;
-    println!("{}", path.display());
-    println!("sha256 {}", packed.sha256);
+    output::stdout_line(path.display());
+    output::stdout_line(format_args!("sha256 {}", packed.sha256));
     Ok(0)
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// The user's home, from `$HOME`. Tests point it at a temporary folder.
 pub fn home() -> PathBuf {
-    std::env::var_os("HOME")
+    std::env::var_os(crate::env::HOME)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"))
 }

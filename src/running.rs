@@ -143,7 +143,7 @@ impl RunningDir {
             match serde_json::from_slice::<RunningRecord>(&text) {
                 Ok(r) if r.is_alive() => live.push(r),
                 Ok(_) => {}
-                Err(e) => tracing::debug!("skipping {}: {e}", path.display()),
+                Err(e) => tracing::warn!("skipping {}: {e}", path.display()),
             }
         }
         live.sort_by(|a, b| a.session_id.cmp(&b.session_id));

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The test setting's name. Documented in docs/testing.md.
-pub const SCALE_ENV: &str = "MUR_TEST_TIME_SCALE";
+pub const SCALE_ENV: &str = crate::env::MUR_TEST_TIME_SCALE;
 
 /// Each member's time from its own start to become ready.
 pub const READINESS: Duration = Duration::from_secs(180);

@@ -510,6 +510,15 @@ impl TraceWriter {
         Ok(record)
     }
 
+    /// Appends one record; a record the trace cannot take is reported on stderr
+    /// (`crate::output`, the one sink) and the caller goes on: a trace that fails
+    /// must not stop the task or the session.
+    pub fn record(&self, event: Event) {
+        if let Err(d) = self.write(event) {
+            crate::output::stderr_line(&d);
+        }
+    }
+
     /// What secret `value` holds, if any (never the secret itself).
     fn leaks(&self, value: &serde_json::Value) -> Option<&'static str> {
         let secrets = lock(&self.secrets);

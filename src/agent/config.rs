@@ -98,16 +98,20 @@ pub fn harness_env(
     workdir: &Path,
     allow: &[String],
 ) -> Vec<(String, String)> {
+    use crate::env;
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let mut env = vec![
-        ("HOME".to_string(), path(records.home_dir())),
-        ("TMPDIR".to_string(), path(records.tmp_dir())),
-        ("MURMUR_SESSION_ID".to_string(), records.session_id.clone()),
-        ("MURMUR_WORKDIR".to_string(), path(workdir.to_path_buf())),
-        ("MURMUR_OUT".to_string(), path(records.out_dir())),
+        (env::HOME.to_string(), path(records.home_dir())),
+        (env::TMPDIR.to_string(), path(records.tmp_dir())),
+        (
+            env::MURMUR_SESSION_ID.to_string(),
+            records.session_id.clone(),
+        ),
+        (env::MURMUR_WORKDIR.to_string(), path(workdir.to_path_buf())),
+        (env::MURMUR_OUT.to_string(), path(records.out_dir())),
     ];
     for name in allow {
-        let owned = name.starts_with("MURMUR_") || env.iter().any(|(k, _)| k == name);
+        let owned = name.starts_with(env::RESERVED_PREFIX) || env.iter().any(|(k, _)| k == name);
         if !owned && let Ok(value) = std::env::var(name) {
             env.push((name.clone(), value));
         }

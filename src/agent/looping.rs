@@ -282,10 +282,8 @@ impl Agent {
 
     /// A trace that cannot take a record must not stop the task: say so and go on.
     fn record(&self, event: Event) {
-        if let Some(trace) = &self.spec.trace
-            && let Err(e) = trace.write(event)
-        {
-            tracing::warn!("{e}");
+        if let Some(trace) = &self.spec.trace {
+            trace.record(event);
         }
     }
 }

@@ -74,8 +74,8 @@ impl ProcessTransport {
                 .map_err(|e| format!("cannot open {} for its stderr: {e}", path.display()))?,
             None => Stdio::inherit(),
         };
-        let path =
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        let path = std::env::var_os(crate::env::PATH)
+            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
         let mut command = Command::new(&program);
         // Backstop for a mur that is SIGKILLed and so cannot shut its harness down:
         // the kernel kills the harness when the thread that started it dies (a
@@ -99,7 +99,7 @@ impl ProcessTransport {
             .args(&cfg.command[1..])
             .current_dir(&cfg.cwd)
             .env_clear()
-            .env("PATH", path)
+            .env(crate::env::PATH, path)
             .envs(cfg.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

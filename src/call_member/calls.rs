@@ -76,10 +76,8 @@ impl Calls {
     }
 
     fn record(&self, event: Event) {
-        if let Some(trace) = &self.spec.trace
-            && let Err(e) = trace.write(event)
-        {
-            tracing::warn!("{e}");
+        if let Some(trace) = &self.spec.trace {
+            trace.record(event);
         }
     }
 

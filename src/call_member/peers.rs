@@ -20,7 +20,7 @@ use crate::diag::Diagnostic;
 use crate::timing;
 
 /// `MURMUR_FORMATION_PEERS`: the components' list of virtual addresses.
-pub const PEERS_ENV: &str = "MURMUR_FORMATION_PEERS";
+pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
 /// Every virtual address is under this name; `.invalid` never resolves (RFC 2606).
 pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
 

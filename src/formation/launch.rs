@@ -19,9 +19,9 @@ use crate::catalogue::{E_RUN_045, E_RUN_053};
 use crate::channel::{Credentials, Line};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
-use crate::diag::stderr_line;
 use crate::formation::dirs;
 use crate::formation::member::{self, Spec, Started};
+use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
 use crate::retention::{self, Policy};
 use crate::timing;
@@ -443,7 +443,7 @@ fn unix_ms(at: SystemTime) -> u64 {
 /// The documented test setting (docs/testing.md) that makes the launcher itself grow
 /// until the OOM killer ends it, `<seconds>` after the entry member has started. Off
 /// unless set to a whole number of seconds.
-pub const BALLOON_ENV: &str = "MUR_TEST_LAUNCHER_BALLOON";
+pub const BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
 
 fn balloon_requested() -> Option<Duration> {
     parse_balloon(std::env::var(BALLOON_ENV).ok().as_deref())

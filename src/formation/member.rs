@@ -18,14 +18,14 @@ pub const LIFELINE_FD: i32 = 3;
 pub const CHANNEL_FD: i32 = 4;
 
 /// `MURMUR_FORMATION_ID`
-pub const FORMATION_ID_ENV: &str = "MURMUR_FORMATION_ID";
+pub const FORMATION_ID_ENV: &str = crate::env::MURMUR_FORMATION_ID;
 /// `MURMUR_HOST_WARNINGS_REPORTED`
-pub const HOST_WARNINGS_ENV: &str = "MURMUR_HOST_WARNINGS_REPORTED";
+pub const HOST_WARNINGS_ENV: &str = crate::env::MURMUR_HOST_WARNINGS_REPORTED;
 /// `MURMUR_FORMATION_PEERS`: runtime-owned; refused in `mur run`'s own environment.
-pub const PEERS_ENV: &str = "MURMUR_FORMATION_PEERS";
+pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
 /// The documented test setting that replaces the program started for every member
 /// (docs/testing.md). Off unless set.
-pub const TEST_PROGRAM_ENV: &str = "MUR_TEST_MEMBER_PROGRAM";
+pub const TEST_PROGRAM_ENV: &str = crate::env::MUR_TEST_MEMBER_PROGRAM;
 
 /// What the launcher needs to start one member.
 #[derive(Debug, Clone)]

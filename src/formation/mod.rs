@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::admission::{self, Admitted};
 use crate::catalogue::{E_RUN_002, E_RUN_046};
-use crate::diag::stderr_line;
 use crate::diag::{Diagnostic, Result};
+use crate::output::stderr_line;
 
 pub mod dirs;
 pub mod launch;

@@ -11,9 +11,9 @@ use super::{FILE_NAME, Lock, Pin};
 use crate::catalogue::{E_MAN_001, E_REG_002, E_REG_006, E_REG_007, E_ROS_001, W_REG_001};
 use crate::diag::{Diagnostic, Location, Result};
 use crate::fsutil::{self, Durability};
-use crate::manifest;
 use crate::store::{self, StoreKind, Stores};
 use crate::yaml::{self, Node, Reader, Value};
+use crate::{manifest, output};
 
 /// The roster file `mur lock` reads members from (the roster module owns its rules).
 const ROSTER_FILE: &str = "roster.yaml";
@@ -26,19 +26,29 @@ pub fn run(_args: &LockArgs) -> Result<i32> {
         .map_err(|e| Diagnostic::new(E_REG_007, format!("cannot read the current folder: {e}")))?;
     let (lock, warnings) = resolve(&project)?;
     for w in &warnings {
-        eprintln!("{w}");
+        output::stderr_line(w);
     }
     let file = project.join(FILE_NAME);
     let text = lock.render();
     if std::fs::read_to_string(&file).ok().as_deref() == Some(text.as_str()) {
-        println!("{FILE_NAME} is up to date ({})", count(lock.pins.len()));
+        output::stdout_line(format_args!(
+            "{FILE_NAME} is up to date ({})",
+            count(lock.pins.len())
+        ));
         return Ok(0);
     }
     write_atomically(&file, &text)?;
     for p in &lock.pins {
-        println!("pinned {} {} sha256 {}", p.name, p.version, p.sha256);
+        output::stdout_line(format_args!(
+            "pinned {} {} sha256 {}",
+            p.name, p.version, p.sha256
+        ));
     }
-    println!("wrote {} ({})", file.display(), count(lock.pins.len()));
+    output::stdout_line(format_args!(
+        "wrote {} ({})",
+        file.display(),
+        count(lock.pins.len())
+    ));
     Ok(0)
 }
 

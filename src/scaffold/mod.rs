@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::catalogue::{E_NEW_001, E_NEW_002, E_NEW_003};
 use crate::diag::{Diagnostic, Result};
+use crate::output;
 
 #[derive(Debug, Args)]
 pub struct NewArgs {
@@ -36,17 +37,17 @@ pub fn run(args: &NewArgs) -> Result<i32> {
         .unwrap_or(&target)
         .display();
     if args.roster {
-        println!(
+        output::stdout_line(format_args!(
             "Created the roster `{name}` in {shown}/: roster.yaml, and the members' source folders lead/ and helper/.\n\
              Next:\n  cd {shown}\n  mur install lead helper\n  mur run --roster --task \"Say hello\"",
             name = args.name
-        );
+        ));
     } else {
-        println!(
+        output::stdout_line(format_args!(
             "Created the capsule `{name}` in {shown}/: murmur.yaml and INSTRUCTIONS.md.\n\
              Next:\n  cd {shown}\n  mur run --task \"Say hello\"",
             name = args.name
-        );
+        ));
     }
     Ok(0)
 }

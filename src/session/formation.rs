@@ -19,7 +19,7 @@ use crate::timing;
 
 /// The variable a delegated child's spawner lifeline is named by. A child carries its
 /// parent's formation id and no formation lifeline, and prints no W-RUN-007.
-pub const SPAWNER_LIFELINE_ENV: &str = "MURMUR_SPAWNER_LIFELINE";
+pub const SPAWNER_LIFELINE_ENV: &str = crate::env::MURMUR_SPAWNER_LIFELINE;
 
 /// How the session belongs to a formation.
 pub enum Membership {

@@ -8,8 +8,6 @@
 //!   unpacked to `~/.murmur/cache/<sha256>/`);
 //! - [`formation`]: the formation environment (channel, lifeline, W-RUN-007), read
 //!   before anything is staged;
-//! - [`output`]: stdout and stderr that never panic, and `logs/bootstrap.log` once the
-//!   launcher is gone;
 //! - [`serve`]: the session itself (records, door, running record, the main loop);
 //! - [`task`]: one task through the agent loop;
 //! - [`ends`]: how a session ends (signals, lifeline, deadline) and what it exits with;
@@ -20,7 +18,6 @@ pub mod capsule;
 pub mod ends;
 pub mod formation;
 pub mod ops;
-pub mod output;
 pub mod resume;
 pub mod serve;
 pub mod task;

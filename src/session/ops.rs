@@ -8,10 +8,10 @@ use nix::unistd::Pid;
 use crate::catalogue::{E_RUN_003, E_RUN_004};
 use crate::diag::{Diagnostic, Result};
 use crate::formation::marker::Marker;
-use crate::paths;
 use crate::records::{self, Records};
 use crate::running::{RunningDir, RunningRecord};
 use crate::trace::{self, Event};
+use crate::{output, paths};
 
 /// `mur stop <ses_id|frm_id>`
 #[derive(Debug, Clone, Args)]
@@ -78,7 +78,9 @@ pub fn stop(args: &StopArgs) -> Result<i32> {
                 format!("cannot send SIGTERM to {what} (pid {pid}): {e}"),
             )
         })?;
-        eprintln!("[mur stop] sent SIGTERM to {what} (pid {pid})");
+        output::stderr_line(format_args!(
+            "[mur stop] sent SIGTERM to {what} (pid {pid})"
+        ));
     }
     Ok(0)
 }
@@ -88,19 +90,21 @@ pub fn ps(args: &PsArgs) -> Result<i32> {
     let live = RunningDir::default().list()?;
     if args.json {
         let text = serde_json::to_string_pretty(&live).unwrap_or_else(|_| "[]".into());
-        println!("{text}");
+        output::stdout_line(text);
         return Ok(0);
     }
     if live.is_empty() {
-        eprintln!("no running sessions");
+        output::stderr_line("no running sessions");
         return Ok(0);
     }
-    println!(
+    output::stdout_line(format_args!(
         "{:<40} {:>7}  {:<28} {:<24} FORMATION",
         "SESSION", "PID", "CAPSULE", "DOOR"
-    );
+    ));
     for r in &live {
-        println!("{}", ps_line(r));
+        if !output::stdout_line(ps_line(r)) {
+            break;
+        }
     }
     Ok(0)
 }
@@ -146,15 +150,17 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
         let read = trace::read(&r.trace_path())?;
         if many {
             if i > 0 {
-                println!();
+                output::stdout_line("");
             }
-            println!("== {} ({})", r.session_id, r.dir.display());
+            output::stdout_line(format_args!("== {} ({})", r.session_id, r.dir.display()));
         }
         for record in &read.records {
-            println!("{record}");
+            if !output::stdout_line(record) {
+                return Ok(0);
+            }
         }
         if read.partial_tail {
-            println!("(the last record was cut short)");
+            output::stdout_line("(the last record was cut short)");
         }
     }
     Ok(0)

@@ -12,7 +12,6 @@ use tokio::time::Instant;
 use super::capsule::{self, Capsule};
 use super::ends::{self, Cause, Signals};
 use super::formation::{self, Member, Membership};
-use super::output::{BOOTSTRAP_LOG, Output};
 use super::resume::{self, Resumed};
 use super::task::{self, TaskEnv};
 use super::{AcceptanceFlag, AfterTaskFlag, IdleTimeout, RunArgs};
@@ -26,7 +25,7 @@ use crate::readiness::ReadinessLine;
 use crate::records::{self, Identity, Records, StartInfo};
 use crate::running::{self, RunningDir, RunningRecord};
 use crate::trace::{self, Event, ExitStatus, RecordedState, TraceWriter};
-use crate::{paths, timing};
+use crate::{output, paths, timing};
 
 /// The lifecycle in force: the manifest's, with the flags laid over it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,15 +71,12 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
     // must wind the session down, never kill it with the default action.
     let mut signals = Signals::new();
-    let out = Arc::new(Output::new());
     let task_text = args.task_text()?;
     let resumed = match &args.resume {
         Some(id) => Some(resume::find(id)?),
         None => None,
     };
-    let warn_out = out.clone();
-    let membership =
-        formation::read(resumed.is_some(), &move |d| warn_out.diag(&d.to_string())).await?;
+    let membership = formation::read(resumed.is_some(), &|d| output::stderr_line(d)).await?;
     let (member, unbound_formation) = match membership {
         Membership::None => (None, None),
         Membership::Unbound { formation_id } => (None, Some(formation_id)),
@@ -108,10 +104,10 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     if let Some(m) = &member
         && let Some(w) = formation::out_of_reach(m, &capsule.manifest.capabilities.network.allow)
     {
-        out.diag(&w.to_string());
+        output::stderr_line(&w);
     }
     if let Some(w) = capsule.components_not_run() {
-        out.diag(&w.to_string());
+        output::stderr_line(&w);
     }
     let lifecycle = LifecycleInForce::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
@@ -120,7 +116,6 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     );
     let stage = Stage {
         args,
-        out,
         capsule,
         workdir,
         member,
@@ -151,7 +146,6 @@ fn instant_of(at: SystemTime) -> Instant {
 
 struct Stage<'a> {
     args: &'a RunArgs,
-    out: Arc<Output>,
     capsule: Capsule,
     workdir: PathBuf,
     member: Option<Box<Member>>,
@@ -173,7 +167,6 @@ struct Live {
     work: WorkReceiver,
     running: RunningDir,
     env: Arc<TaskEnv>,
-    out: Arc<Output>,
     formation_id: Option<String>,
     /// `trace.retain`, applied to the project's sessions at the end.
     retain: crate::retention::Policy,
@@ -187,13 +180,12 @@ impl Stage<'_> {
         };
         let formation_id = self.member.as_ref().map(|m| m.formation_id.clone());
         let (records, trace, murmur_md) = self.records(&session_id)?;
-        self.out
-            .set_bootstrap_log(records.logs_dir().join(BOOTSTRAP_LOG));
+        output::set_bootstrap_log(records.logs_dir().join(output::BOOTSTRAP_LOG));
         let token = running::new_token();
         trace.forbid(&token);
         let (door, work, on_stop) = match self.door(&session_id, &token, &records, &trace).await {
             Ok(d) => d,
-            Err(d) => return Ok(fail_early(&trace, &self.out, &d)),
+            Err(d) => return Ok(fail_early(&trace, &d)),
         };
         let running = RunningDir::default();
         let record = RunningRecord {
@@ -216,11 +208,11 @@ impl Stage<'_> {
                     catalogue::E_REC_001,
                     format!("cannot start the records' flush thread: {e}"),
                 );
-                return Ok(fail_early(&trace, &self.out, &d));
+                return Ok(fail_early(&trace, &d));
             }
         };
         if let Err(d) = running.register(&record, &token) {
-            return Ok(fail_early(&trace, &self.out, &d));
+            return Ok(fail_early(&trace, &d));
         }
         // murmur.WatchSession: each record as it is written (a resumed session's
         // watchers get only its own).
@@ -247,7 +239,6 @@ impl Stage<'_> {
             records,
             flusher,
             max_turns: self.capsule.manifest.inference.max_turns,
-            out: self.out.clone(),
             peers: self.member.as_ref().map(|m| {
                 m.peers
                     .set_allow(self.capsule.manifest.capabilities.network.allow.clone());
@@ -263,7 +254,6 @@ impl Stage<'_> {
             work,
             running,
             env,
-            out: self.out.clone(),
             formation_id,
             retain: self.capsule.manifest.trace.retain,
         };
@@ -362,7 +352,7 @@ impl Stage<'_> {
         }));
         let busy_trace = trace.clone();
         config.on_busy = Some(Arc::new(move |r: &door::BusyRefusal| {
-            let _ = busy_trace.write(Event::A2aTaskRefused {
+            busy_trace.record(Event::A2aTaskRefused {
                 credential: r.caller.to_string(),
                 reason: "busy".into(),
                 holds: r.holds,
@@ -397,10 +387,10 @@ impl Stage<'_> {
         if self.args.json {
             let line = ReadinessLine::new(session_id, Some(url), formation_id);
             if let Ok(text) = serde_json::to_string(&line) {
-                self.out.stdout_line(&text);
+                output::stdout_line(&text);
             }
         } else {
-            self.out.diag(&format!(
+            output::stderr_line(format!(
                 "[mur run] session {session_id} ({} {}) serving at {url}; operator token in {}",
                 self.capsule.name,
                 self.capsule.version,
@@ -418,14 +408,14 @@ fn door_base(door: &Door) -> String {
 }
 
 /// A session that could not go on after its records existed: session_end `failed`.
-fn fail_early(trace: &TraceWriter, out: &Output, d: &Diagnostic) -> i32 {
-    out.diag(&d.to_string());
-    let _ = trace.write(Event::SessionEnd {
+fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
+    output::stderr_line(d);
+    trace.record(Event::SessionEnd {
         exit_status: ExitStatus::Failed,
         exit_code: 1,
         error_code: Some(d.code.as_str().to_string()),
     });
-    out.diag("status: failed");
+    output::stderr_line("status: failed");
     1
 }
 
@@ -465,7 +455,7 @@ impl Live {
                     first_task = Some(work.task_id.clone());
                     running = Some(tokio::spawn(task::run(self.env.clone(), work)));
                 }
-                Err(e) => self.out.diag(&format!("[mur run] error: {}", e.message)),
+                Err(e) => output::stderr_line(format!("[mur run] error: {}", e.message)),
             }
         }
         let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
@@ -496,7 +486,7 @@ impl Live {
                     let state = ended.unwrap_or(RecordedState::Failed);
                     if print_result && first_task.take().is_some() {
                         let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
-                        self.out.stdout_text(&text);
+                        output::stdout_text(&text);
                     }
                     if lifecycle.exit_after_task {
                         break Cause::AfterTask(state);
@@ -595,7 +585,7 @@ impl Live {
                 _ => "the session received SIGTERM while a task ran; the task was canceled"
                     .to_string(),
             };
-            self.out.diag(&Diagnostic::new(code, what).to_string());
+            output::stderr_line(Diagnostic::new(code, what));
         }
         self.record(Event::SessionEnd {
             exit_status: exit.status,
@@ -605,8 +595,7 @@ impl Live {
         // The records on disk before the session says it has ended.
         let env = self.env.clone();
         if let Ok(Err(e)) = tokio::task::spawn_blocking(move || env.flusher.flush()).await {
-            self.out
-                .diag(&Diagnostic::new(catalogue::E_REC_001, e).to_string());
+            output::stderr_line(Diagnostic::new(catalogue::E_REC_001, e));
         }
         let _ = self.running.remove(&self.session_id);
         // When ~/.murmur/running/ cannot be read every session counts as running:
@@ -619,21 +608,18 @@ impl Live {
                 &live,
                 SystemTime::now(),
             ) {
-                self.out.diag(&removed.line());
+                output::stderr_line(removed.line());
             }
         }
         // Watchers have had every record, session_end included: the door lets their
         // streams drain before it closes.
         self.door.shutdown().await;
-        self.out
-            .diag(&format!("status: {}", ends::status_word(exit.status)));
+        output::stderr_line(format!("status: {}", ends::status_word(exit.status)));
         exit.code
     }
 
     fn record(&self, event: Event) {
-        if let Err(d) = self.trace.write(event) {
-            self.out.diag(&d.to_string());
-        }
+        self.trace.record(event);
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::a2a;
 use crate::agent::{self, Agent, AgentSpec, Outcome, PromptParts, TransportConfig};
 use crate::door::{TaskHandle, Work};
+use crate::output;
 use crate::records::Records;
-use crate::session::output::Output;
 use crate::trace::{Event, RecordedState, TraceWriter};
 
 /// What every task of a session shares.
@@ -18,7 +18,6 @@ pub struct TaskEnv {
     pub max_turns: u32,
     /// The system prompt (built once per session).
     pub system: String,
-    pub out: Arc<Output>,
     /// In a formation: call-member's callees (None: no call-member).
     pub peers: Option<Arc<crate::call_member::Peers>>,
     /// The session's deadline: no busy member is offered a task past it.
@@ -51,9 +50,7 @@ impl TaskEnv {
     }
 
     fn record(&self, event: Event) {
-        if let Err(d) = self.trace.write(event) {
-            self.out.diag(&d.to_string());
-        }
+        self.trace.record(event);
     }
 
     fn state(
@@ -143,7 +140,7 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
             Some(question.clone()),
         );
         if let Err(d) = env.write_result(&outcome, "") {
-            env.out.diag(&d.to_string());
+            output::stderr_line(&d);
         }
         match handle.input_required(question.clone()).await {
             Ok(reply) => {
@@ -182,7 +179,7 @@ fn finish(
     if !matches!(outcome, Outcome::Canceled)
         && let Err(d) = env.write_result(&outcome, "")
     {
-        env.out.diag(&d.to_string());
+        output::stderr_line(&d);
     }
     let reported = match &outcome {
         Outcome::Completed { message, artifacts } => {
@@ -215,7 +212,7 @@ fn finish(
         (Outcome::Canceled, Some(why))
     };
     if !reported && let Err(d) = env.write_result(&outcome, reason.as_deref().unwrap_or("")) {
-        env.out.diag(&d.to_string());
+        output::stderr_line(&d);
     }
     let to = outcome.state();
     let detail = match &outcome {

@@ -9,7 +9,7 @@ use clap::Args;
 use super::{LOCAL_SCOPE, Outcome, StoreKind, Stores, put, write::conflict};
 use crate::catalogue::{E_PAK_001, E_PAK_004, E_PAK_006, E_STO_001, E_STO_003};
 use crate::diag::{Diagnostic, Result};
-use crate::pack;
+use crate::{output, pack};
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
@@ -77,41 +77,48 @@ pub fn run(args: &InstallArgs) -> Result<i32> {
         }
     }
     for one in &ready {
-        match put(
+        let outcome = put(
             &stores,
             kind,
             &one.name,
             &one.version,
             &one.bytes,
             args.force,
-        )? {
-            Outcome::Installed(i) => println!(
-                "installed {} {} into the {} store: {}\n  sha256 {}",
-                i.name,
-                i.version,
-                i.store,
-                i.path.display(),
-                i.sha256
-            ),
-            Outcome::Unchanged(i) => println!(
-                "{} {} is already installed in the {} store with the same bytes (sha256 {}); nothing to do",
-                i.name, i.version, i.store, i.sha256
-            ),
-            Outcome::Replaced {
-                installed: i,
-                old_sha256,
-            } => println!(
-                "replaced {} {} in the {} store: {}\n  sha256 {} (was {})",
-                i.name,
-                i.version,
-                i.store,
-                i.path.display(),
-                i.sha256,
-                old_sha256
-            ),
-        }
+        )?;
+        // Every artifact is installed whether or not anyone still reads the report.
+        output::stdout_line(report(&outcome));
     }
     Ok(0)
+}
+
+/// What `mur install` says about one artifact.
+fn report(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Installed(i) => format!(
+            "installed {} {} into the {} store: {}\n  sha256 {}",
+            i.name,
+            i.version,
+            i.store,
+            i.path.display(),
+            i.sha256
+        ),
+        Outcome::Unchanged(i) => format!(
+            "{} {} is already installed in the {} store with the same bytes (sha256 {}); nothing to do",
+            i.name, i.version, i.store, i.sha256
+        ),
+        Outcome::Replaced {
+            installed: i,
+            old_sha256,
+        } => format!(
+            "replaced {} {} in the {} store: {}\n  sha256 {} (was {})",
+            i.name,
+            i.version,
+            i.store,
+            i.path.display(),
+            i.sha256,
+            old_sha256
+        ),
+    }
 }
 
 /// Reads a .mur.zip or packs a source folder, and checks the result.

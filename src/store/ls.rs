@@ -4,6 +4,7 @@ use clap::Args;
 
 use crate::catalogue::E_STO_001;
 use crate::diag::{Diagnostic, Result};
+use crate::output;
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
@@ -18,11 +19,11 @@ pub fn run(args: &LsArgs) -> Result<i32> {
     let all = super::list(&project)?;
     if args.json {
         let items: Vec<_> = all.iter().map(super::Installed::to_json).collect();
-        println!("{}", serde_json::Value::Array(items));
+        output::stdout_line(serde_json::Value::Array(items));
         return Ok(0);
     }
     if all.is_empty() {
-        println!("no artifacts installed");
+        output::stdout_line("no artifacts installed");
         return Ok(0);
     }
     let width = |f: fn(&super::Installed) -> usize, title: &str| {
@@ -33,15 +34,21 @@ pub fn run(args: &LsArgs) -> Result<i32> {
         width(|i| i.name.len(), "NAME"),
         width(|i| i.version.len(), "VERSION"),
     );
-    println!("{:ws$}  {:wn$}  {:wv$}  SHA256", "STORE", "NAME", "VERSION");
+    output::stdout_line(format_args!(
+        "{:ws$}  {:wn$}  {:wv$}  SHA256",
+        "STORE", "NAME", "VERSION"
+    ));
     for i in &all {
-        println!(
+        let line = format!(
             "{:ws$}  {:wn$}  {:wv$}  {}",
             i.store.to_string(),
             i.name,
             i.version,
             i.sha256
         );
+        if !output::stdout_line(line) {
+            break;
+        }
     }
     Ok(0)
 }

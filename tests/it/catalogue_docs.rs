@@ -12,7 +12,7 @@ fn docs_errors_md_matches_the_catalogue() {
     assert!(out.status.success());
     let generated = String::from_utf8(out.stdout).unwrap();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/errors.md");
-    if std::env::var_os("MUR_UPDATE_DOCS").is_some() {
+    if std::env::var_os(mur::env::MUR_UPDATE_DOCS).is_some() {
         std::fs::write(&path, &generated).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();

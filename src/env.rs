@@ -1,0 +1,135 @@
+//! Every environment variable mur reads or sets, one const each (as uv's
+//! `uv-static` `EnvVars`). Code names a variable only through these consts;
+//! docs/environment.md is generated from [`ALL`] (`env::markdown`), and
+//! tests/it/env_docs.rs keeps it, and the tables in docs/testing.md, docs/formation.md and
+//! docs/agent.md, equal to this list.
+//!
+//! Not here: the names a capsule lists in `capabilities.env.allow` (its own, passed
+//! through as they are) and variables of other programs (`CARGO_*` in the build).
+
+/// Who reads or sets a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// mur reads it from its own environment.
+    Reads,
+    /// The launcher sets it for each member it starts.
+    Member,
+    /// A session sets it for its harness (`agent::harness_env`).
+    Harness,
+    /// A test setting (docs/testing.md): off unless set.
+    Test,
+    /// Read only by mur's own test suite, never by the binary.
+    Suite,
+}
+
+impl Use {
+    fn title(self) -> &'static str {
+        match self {
+            Use::Reads => "Read by mur",
+            Use::Member => "Set by the launcher for each member",
+            Use::Harness => "Set by a session for its harness",
+            Use::Test => "Test settings",
+            Use::Suite => "Read by mur's test suite",
+        }
+    }
+}
+
+/// One variable: its name, who uses it, what it means.
+#[derive(Debug, Clone, Copy)]
+pub struct Var {
+    pub name: &'static str,
+    pub used: Use,
+    pub doc: &'static str,
+}
+
+macro_rules! vars {
+    ($( #[doc = $doc:literal] $name:ident: $used:ident; )*) => {
+        $( #[doc = $doc] pub const $name: &str = stringify!($name); )*
+        /// Every variable, in the order docs/environment.md lists them.
+        pub const ALL: &[Var] = &[ $( Var { name: stringify!($name), used: Use::$used, doc: $doc.trim_ascii() } ),* ];
+    };
+}
+
+vars! {
+    /// The user's home: `~/.murmur/` (stores, records, running sessions, formations) is under it. A session sets it for its harness to the records' `home/`.
+    HOME: Reads;
+    /// The harness's program search path, passed on as it is (`/usr/local/bin:/usr/bin:/bin` when unset).
+    PATH: Reads;
+    /// The formation id of a member. Set in `mur run`'s own environment, `mur run --roster` refuses (E-RUN-046); without a lifeline, W-RUN-007.
+    MURMUR_FORMATION_ID: Member;
+    /// The descriptor of the member's formation channel (`4`): its credentials, work folder and callees' door URLs.
+    MURMUR_FORMATION_CHANNEL: Member;
+    /// The descriptor of the read end of the member's lifeline (`3`): its close ends the member.
+    MURMUR_FORMATION_LIFELINE: Member;
+    /// `1`: the launcher printed the host warnings (W-SEC-013) for the whole formation, so the member does not.
+    MURMUR_HOST_WARNINGS_REPORTED: Member;
+    /// Runtime-owned: the components' list of callees at their virtual addresses. The launcher removes it from a member's environment; set in `mur run`'s own, it is refused.
+    MURMUR_FORMATION_PEERS: Member;
+    /// The descriptor of a delegated child's spawner lifeline. A child carries its parent's formation id and no formation lifeline, and prints no W-RUN-007.
+    MURMUR_SPAWNER_LIFELINE: Reads;
+    /// The harness's `TMPDIR`: the records' `tmp/`.
+    TMPDIR: Harness;
+    /// The session id.
+    MURMUR_SESSION_ID: Harness;
+    /// The work folder, where the agent works.
+    MURMUR_WORKDIR: Harness;
+    /// The records' `out/`.
+    MURMUR_OUT: Harness;
+    /// Multiplies every time limit of the spec (`src/timing.rs`). Values outside (0, 1] are ignored.
+    MUR_TEST_TIME_SCALE: Test;
+    /// Seconds after the entry member started at which the launcher allocates memory until the OOM killer ends it.
+    MUR_TEST_LAUNCHER_BALLOON: Test;
+    /// The program the launcher starts for every member instead of `mur` itself.
+    MUR_TEST_MEMBER_PROGRAM: Test;
+    /// Set, the docs tests rewrite the generated docs (docs/errors.md, docs/environment.md) instead of comparing.
+    MUR_UPDATE_DOCS: Suite;
+}
+
+/// The prefix of the names mur owns: a capsule's `capabilities.env.allow` never passes
+/// one on.
+pub const RESERVED_PREFIX: &str = "MURMUR_";
+
+/// The names of the variables of one use, in [`ALL`]'s order.
+pub fn names(used: Use) -> Vec<&'static str> {
+    ALL.iter()
+        .filter(|v| v.used == used)
+        .map(|v| v.name)
+        .collect()
+}
+
+/// The text of docs/environment.md.
+pub fn markdown() -> String {
+    let mut s = String::from(
+        "# Environment variables\n\n\
+         Every variable mur reads or sets. Generated from `src/env.rs`; \
+         `MUR_UPDATE_DOCS=1 cargo test --test it env_docs` rewrites this file.\n",
+    );
+    for used in [Use::Reads, Use::Member, Use::Harness, Use::Test, Use::Suite] {
+        s.push_str(&format!(
+            "\n## {}\n\n| Variable | Meaning |\n| --- | --- |\n",
+            used.title()
+        ));
+        for v in ALL.iter().filter(|v| v.used == used) {
+            s.push_str(&format!("| `{}` | {} |\n", v.name, v.doc));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_const_is_its_name_and_listed_once() {
+        assert_eq!(MURMUR_FORMATION_ID, "MURMUR_FORMATION_ID");
+        let mut names: Vec<_> = ALL.iter().map(|v| v.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        assert!(
+            ALL.iter()
+                .all(|v| !v.doc.is_empty() && !v.doc.contains('\n'))
+        );
+    }
+}

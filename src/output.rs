@@ -1,0 +1,248 @@
+//! Everything mur prints goes through here, and no write here can panic.
+//!
+//! Rust ignores SIGPIPE, so once the reader of stdout or stderr is gone (`mur trace
+//! show … | head -1`, a launcher that went away) every write fails with EPIPE, and
+//! `println!`/`eprintln!` would panic (exit 101). Here a failed write marks its stream
+//! gone, and every later write to it is dropped: a reader that went away is not an
+//! error (as in ripgrep's `main.rs`), and the command's exit status is the one it
+//! would have had. A command that loops over many lines stops when
+//! [`stdout_line`] returns false.
+//!
+//! stderr lines (diagnostics, warnings, status) go to `logs/bootstrap.log` in the
+//! session's records once stderr is gone and [`set_bootstrap_log`] named it (spec: "to
+//! the peer's own logs/bootstrap.log once the launcher is gone").
+//!
+//! The one log sink: `main` calls [`install_log_sink`], so every `tracing::warn!` (or
+//! `error!`, any level) in mur reaches stderr as `[mur <command>] warning: …`, through
+//! the same [`stderr_line`]. Events of other crates are not ours to print.
+
+use std::fmt::{self, Display, Write as _};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+/// The name of the diagnostics log in a records directory's `logs/`.
+pub const BOOTSTRAP_LOG: &str = "bootstrap.log";
+
+/// The process's stdout and stderr are one each, so their state is too.
+static STATE: Mutex<State> = Mutex::new(State {
+    stdout_gone: false,
+    stderr_gone: false,
+    bootstrap: None,
+});
+
+/// The command named in log lines (`run` in `[mur run] warning: …`).
+static COMMAND: OnceLock<&'static str> = OnceLock::new();
+
+#[derive(Debug)]
+struct State {
+    stdout_gone: bool,
+    stderr_gone: bool,
+    /// `<records>/logs/bootstrap.log`, once the records directory exists.
+    bootstrap: Option<PathBuf>,
+}
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One line on stdout; false once stdout is gone (the line is dropped).
+pub fn stdout_line(line: impl Display) -> bool {
+    let mut out = std::io::stdout().lock();
+    state().line_to(&mut out, &line)
+}
+
+/// Text on stdout as it is, without doubling its last newline; false once gone.
+pub fn stdout_text(text: &str) -> bool {
+    stdout_line(text.strip_suffix('\n').unwrap_or(text))
+}
+
+/// One line (or several) on stderr, or in bootstrap.log once stderr is gone.
+pub fn stderr_line(line: impl Display) {
+    let mut err = std::io::stderr().lock();
+    state().diag_to(&mut err, &line);
+}
+
+/// Where stderr lines go once stderr is gone.
+pub fn set_bootstrap_log(path: PathBuf) {
+    state().bootstrap = Some(path);
+}
+
+impl State {
+    fn line_to(&mut self, out: &mut dyn Write, line: &dyn Display) -> bool {
+        if self.stdout_gone {
+            return false;
+        }
+        if write_line(out, line).is_err() {
+            self.stdout_gone = true;
+        }
+        !self.stdout_gone
+    }
+
+    fn diag_to(&mut self, err: &mut dyn Write, line: &dyn Display) {
+        if !self.stderr_gone {
+            if write_line(err, line).is_ok() {
+                return;
+            }
+            self.stderr_gone = true;
+        }
+        if let Some(path) = &self.bootstrap {
+            // Nowhere is left to say that this failed too.
+            let _ = append(path, line);
+        }
+    }
+}
+
+fn write_line(w: &mut dyn Write, line: &dyn Display) -> std::io::Result<()> {
+    writeln!(w, "{line}").and_then(|()| w.flush())
+}
+
+fn append(path: &Path, line: &dyn Display) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    let line = format!("{} {line}\n", crate::trace::now());
+    file.write_all(line.as_bytes())
+}
+
+/// Installs the one log sink for `mur <command>`: every tracing event of mur's own
+/// modules, at every level, becomes a [`stderr_line`]. Called once, by `main`.
+pub fn install_log_sink(command: &'static str) {
+    let _ = COMMAND.set(command);
+    let subscriber = tracing_subscriber::registry().with(Sink);
+    // A second call (a test harness that set its own) keeps the first.
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
+/// The tracing layer behind [`install_log_sink`].
+struct Sink;
+
+impl<S: Subscriber> Layer<S> for Sink {
+    fn enabled(&self, meta: &Metadata<'_>, _: Context<'_, S>) -> bool {
+        is_ours(meta.target())
+    }
+
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let mut message = Message::default();
+        event.record(&mut message);
+        let command = COMMAND.get().copied().unwrap_or("");
+        stderr_line(log_line(command, *event.metadata().level(), &message.0));
+    }
+}
+
+/// mur's own modules (`mur::…`) and the binary (`mur`).
+fn is_ours(target: &str) -> bool {
+    target == "mur" || target.starts_with("mur::")
+}
+
+/// `[mur run] warning: <message>`, the style of every other line mur prints.
+fn log_line(command: &str, level: Level, message: &str) -> String {
+    let who = if command.is_empty() {
+        "[mur]".to_string()
+    } else {
+        format!("[mur {command}]")
+    };
+    let level = match level {
+        Level::ERROR => "error",
+        Level::WARN => "warning",
+        _ => "note",
+    };
+    format!("{who} {level}: {message}")
+}
+
+/// The event's message, then its other fields as ` key=value`.
+#[derive(Default)]
+struct Message(String);
+
+impl Visit for Message {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.0.push_str(value);
+        } else {
+            let _ = write!(self.0, " {}={value}", field.name());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh() -> State {
+        State {
+            stdout_gone: false,
+            stderr_gone: false,
+            bootstrap: None,
+        }
+    }
+
+    /// A reader that went away: every write fails as a closed pipe does.
+    struct Closed;
+
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_stdout_drops_this_line_and_every_later_one() {
+        let mut s = fresh();
+        let mut open = Vec::new();
+        assert!(s.line_to(&mut open, &"one"));
+        assert!(!s.line_to(&mut Closed, &"two"));
+        assert!(!s.line_to(&mut open, &"three"), "stdout stays gone");
+        assert_eq!(open, b"one\n");
+    }
+
+    #[test]
+    fn diagnostics_fall_back_to_bootstrap_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(BOOTSTRAP_LOG);
+        let mut s = fresh();
+        s.bootstrap = Some(log.clone());
+        s.diag_to(&mut Closed, &"error[E-RUN-053]: deadline");
+        s.diag_to(&mut Vec::new(), &"status: failed");
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].ends_with(" error[E-RUN-053]: deadline"), "{text}");
+        assert!(lines[1].ends_with(" status: failed"), "{text}");
+    }
+
+    #[test]
+    fn log_lines_read_like_the_rest_of_the_output() {
+        assert_eq!(
+            log_line("run", Level::WARN, "ignoring door URL for `b`"),
+            "[mur run] warning: ignoring door URL for `b`"
+        );
+        assert_eq!(log_line("", Level::ERROR, "x"), "[mur] error: x");
+        assert_eq!(log_line("ps", Level::DEBUG, "x"), "[mur ps] note: x");
+    }
+
+    #[test]
+    fn only_murs_own_events_are_printed() {
+        assert!(is_ours("mur"));
+        assert!(is_ours("mur::running"));
+        assert!(!is_ours("murky::x"));
+        assert!(!is_ours("hyper::proto"));
+    }
+}
