@@ -47,7 +47,10 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn new(spec: AgentSpec) -> Self {
+    pub fn new(mut spec: AgentSpec) -> Self {
+        if let Some(trace) = &spec.trace {
+            spec.transport.set_trace(trace.clone());
+        }
         let conversation = Conversation {
             task_id: spec.task_id.clone(),
             system: spec.system.clone(),

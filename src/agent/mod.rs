@@ -23,7 +23,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use artifact::{Artifact, FileContent, Part};
-pub use config::{ProcessConfig, TransportConfig, harness_env, transport};
+pub use config::{HttpConfig, ProcessConfig, TransportConfig, harness_env, transport};
 pub use looping::{Agent, AgentSpec, TurnEnd};
 pub use prompt::{PromptParts, system_prompt};
 
@@ -187,6 +187,9 @@ pub trait Transport: Send {
         &'a mut self,
         conversation: &'a Conversation,
     ) -> BoxFuture<'a, Result<Reply, String>>;
+    /// Where the transport may write records of its own (the http transport's
+    /// `model_request`): the loop's trace, handed over when the agent is made.
+    fn set_trace(&mut self, _trace: std::sync::Arc<crate::trace::TraceWriter>) {}
     /// Stops whatever the transport runs (a harness process) and waits until it is
     /// gone. Called when a task ends or is canceled; harmless when nothing runs.
     fn shutdown(&mut self) -> BoxFuture<'_, ()> {

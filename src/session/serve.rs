@@ -191,6 +191,9 @@ impl Stage<'_> {
             .set_bootstrap_log(records.logs_dir().join(BOOTSTRAP_LOG));
         let token = running::new_token();
         trace.forbid(&token);
+        if let Err(d) = self.transport(&records).check() {
+            return Ok(fail_early(&trace, &self.out, &d));
+        }
         let (door, work, on_stop) = match self.door(&session_id, &token, &records, &trace).await {
             Ok(d) => d,
             Err(d) => return Ok(fail_early(&trace, &self.out, &d)),
@@ -424,6 +427,7 @@ fn fail_early(trace: &TraceWriter, out: &Output, d: &Diagnostic) -> i32 {
         exit_status: ExitStatus::Failed,
         exit_code: 1,
         error_code: Some(d.code.as_str().to_string()),
+        usage: None,
     });
     out.diag("status: failed");
     1
@@ -601,6 +605,7 @@ impl Live {
             exit_status: exit.status,
             exit_code: exit.code,
             error_code: exit.error.map(|c| c.as_str().to_string()),
+            usage: None,
         });
         // The records on disk before the session says it has ended.
         let env = self.env.clone();
