@@ -105,43 +105,50 @@ impl std::fmt::Display for Fault {
 }
 
 /// Names a failed request by what its source chain holds: a rustls certificate
-/// error, a refused connection, a reset one.
+/// error, a refused connection, a reset one. An `io::Error` may wrap another (hyper's
+/// connector wraps the TLS stream's), so each is unwrapped to the bottom.
 pub fn fault(e: &reqwest::Error) -> Fault {
     let mut source: Option<&(dyn std::error::Error + 'static)> = e.source();
     let mut text = e.to_string();
+    let mut kinds = Vec::new();
     while let Some(s) = source {
         text = s.to_string();
-        let tls = s.downcast_ref::<rustls::Error>().or_else(|| {
-            s.downcast_ref::<std::io::Error>()
-                .and_then(|io| io.get_ref())
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        });
-        if let Some(tls) = tls {
-            return match tls {
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
-                    Fault::Certificate(tls.to_string())
-                }
-                other => Fault::Other(format!("TLS error: {other}")),
+        let mut layer: &(dyn std::error::Error + 'static) = s;
+        loop {
+            if let Some(tls) = layer.downcast_ref::<rustls::Error>() {
+                return match tls {
+                    rustls::Error::InvalidCertificate(_)
+                    | rustls::Error::NoCertificatesPresented => Fault::Certificate(tls.to_string()),
+                    other => Fault::Other(format!("TLS error: {other}")),
+                };
+            }
+            if let Some(h) = layer.downcast_ref::<hyper::Error>()
+                && (h.is_incomplete_message() || h.is_closed() || h.is_canceled())
+            {
+                return Fault::Dropped(h.to_string());
+            }
+            let Some(io) = layer.downcast_ref::<std::io::Error>() else {
+                break;
             };
-        }
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::*;
-            match io.kind() {
-                ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable => {
-                    return Fault::Unreachable(io.to_string());
-                }
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
-                    return Fault::Dropped(io.to_string());
-                }
-                _ => {}
+            kinds.push((io.kind(), io.to_string()));
+            match io.get_ref() {
+                Some(inner) => layer = inner,
+                None => break,
             }
         }
-        if let Some(h) = s.downcast_ref::<hyper::Error>()
-            && (h.is_incomplete_message() || h.is_closed() || h.is_canceled())
-        {
-            return Fault::Dropped(h.to_string());
-        }
         source = s.source();
+    }
+    use std::io::ErrorKind::*;
+    for (kind, why) in kinds {
+        match kind {
+            ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable => {
+                return Fault::Unreachable(why);
+            }
+            ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
+                return Fault::Dropped(why);
+            }
+            _ => {}
+        }
     }
     if e.is_connect() {
         Fault::Unreachable(text)
