@@ -33,6 +33,8 @@ enum Act {
     Drop,
     /// Reads the request and never answers.
     Stall,
+    /// A stream of the first events, then, once the gate opens, of the rest.
+    Gated(Vec<Value>, Arc<tokio::sync::Notify>, Vec<Value>),
 }
 
 fn ok(body: Value) -> Act {
@@ -147,6 +149,20 @@ async fn serve_one(
             for e in events {
                 let _ = io.write_all(format!("data: {e}\n\n").as_bytes()).await;
                 let _ = io.flush().await;
+            }
+            let _ = io.write_all(b"data: [DONE]\n\n").await;
+        }
+        Act::Gated(first, gate, rest) => {
+            let _ = io
+                .write_all(head(200, "text/event-stream", &[], None).as_bytes())
+                .await;
+            for e in first {
+                let _ = io.write_all(format!("data: {e}\n\n").as_bytes()).await;
+            }
+            let _ = io.flush().await;
+            gate.notified().await;
+            for e in rest {
+                let _ = io.write_all(format!("data: {e}\n\n").as_bytes()).await;
             }
             let _ = io.write_all(b"data: [DONE]\n\n").await;
         }
@@ -838,4 +854,167 @@ async fn a_formation_on_http_runs_and_sends_no_token_to_the_model() {
         .sum();
     assert!(sum >= 25 + 14, "{sum}");
     assert_eq!(end["usage"]["total_tokens"], sum);
+}
+
+/// An SSE response's events (`data:` lines as JSON), read until `done` says so.
+async fn read_sse(
+    resp: &mut reqwest::Response,
+    events: &mut Vec<Value>,
+    buf: &mut String,
+    done: impl Fn(&[Value]) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(events) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, resp.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("the awaited events within 30 s: {events:?}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended: {events:?}"));
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = buf.find("\n\n") {
+            let event: String = buf.drain(..end + 2).collect();
+            for line in event.lines() {
+                if let Some(data) = line.strip_prefix("data:") {
+                    events.push(serde_json::from_str(data.trim()).unwrap());
+                }
+            }
+        }
+    }
+}
+
+fn partial_text(events: &[Value], at: &str) -> String {
+    events
+        .iter()
+        .filter_map(|e| e.pointer(at))
+        .filter(|u| u["artifact"]["name"] == "partial output")
+        .map(|u| u["artifact"]["parts"][0]["text"].as_str().unwrap_or(""))
+        .collect()
+}
+
+/// With `stream: true`, the model's text shows through SubscribeToTask and
+/// murmur.WatchSession as TaskArtifactUpdateEvents while the model still streams.
+#[tokio::test(flavor = "multi_thread")]
+async fn streamed_text_is_seen_through_subscribe_to_task_and_watch_session_as_it_comes() {
+    let d = |text: &str| json!({"choices": [{"index": 0, "delta": {"content": text}}]});
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let s = Server::start(
+        vec![Act::Gated(
+            vec![d("Hel"), d("lo ")],
+            gate.clone(),
+            vec![d("world")],
+        )],
+        None,
+    )
+    .await;
+    let w = World::new();
+    let src = w.dir.path().join("streamer");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("murmur.yaml"),
+        format!(
+            "name: streamer\nversion: 1.0.0\ndescription: Streams.\n{}",
+            http_agent(&s.base, "  stream: true\n")
+        ),
+    )
+    .unwrap();
+    w.ok(&w.proj(), &["install", src.to_str().unwrap()]).await;
+    let mut child = w
+        .mur(
+            &w.proj(),
+            &[
+                "run",
+                "--capsule",
+                "local/streamer",
+                "--capsule-version",
+                "1.0.0",
+                "--json",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line),
+    )
+    .await
+    .expect("a readiness line within 30 s")
+    .unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap();
+    let (id, door) = (
+        ready["session_id"].as_str().unwrap(),
+        ready["door"].as_str().unwrap(),
+    );
+    let token =
+        std::fs::read_to_string(w.home().join(format!(".murmur/running/{id}.token"))).unwrap();
+    let token = token.trim();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let call = |method: &str, params: Value| {
+        client
+            .post(format!("{door}/"))
+            .bearer_auth(token)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+    };
+    let mut watch = call("murmur.WatchSession", json!({})).await.unwrap();
+    let sent: Value = call(
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "greet"}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    let mut sub = call("SubscribeToTask", json!({"id": task_id}))
+        .await
+        .unwrap();
+    let (mut events, mut buf) = (Vec::new(), String::new());
+    // "Hel" shows while the model is held mid-answer.
+    read_sse(&mut sub, &mut events, &mut buf, |e| {
+        partial_text(e, "/result/artifactUpdate") == "Hel"
+    })
+    .await;
+    assert_eq!(events[0]["result"]["task"]["id"], task_id.as_str());
+    gate.notify_one();
+    read_sse(&mut sub, &mut events, &mut buf, |e| {
+        e.iter().any(|e| {
+            e.pointer("/result/statusUpdate/status/state") == Some(&json!("TASK_STATE_COMPLETED"))
+        })
+    })
+    .await;
+    assert_eq!(
+        partial_text(&events, "/result/artifactUpdate"),
+        "Hello world"
+    );
+    let updates: Vec<&Value> = events
+        .iter()
+        .filter_map(|e| e.pointer("/result/artifactUpdate"))
+        .collect();
+    assert_eq!(updates[0]["artifact"]["artifactId"], "partial-1");
+    assert!(updates[0].get("append").is_none() && updates[1]["append"] == true);
+    assert_eq!(updates.last().unwrap()["lastChunk"], true);
+    let (mut watched, mut wbuf) = (Vec::new(), String::new());
+    // The partial text, then the turn's model_request record, in that order.
+    read_sse(&mut watch, &mut watched, &mut wbuf, |e| {
+        e.iter().any(|e| e["result"]["type"] == "model_request")
+    })
+    .await;
+    assert_eq!(
+        partial_text(&watched, "/result/artifactUpdate"),
+        "Hello world"
+    );
+    call("murmur.StopSession", json!({})).await.unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the session ends within 30 s")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    s.bodies();
 }

@@ -72,6 +72,13 @@ impl Agent {
         self
     }
 
+    /// Hands the model's partial output to `progress` as the transport streams it
+    /// (`transport: http` with `stream: true`).
+    pub fn with_progress(mut self, progress: super::Progress) -> Self {
+        self.spec.transport.set_progress(progress);
+        self
+    }
+
     pub fn conversation(&self) -> &Conversation {
         &self.conversation
     }

@@ -257,6 +257,7 @@ impl Stage<'_> {
                 m.peers.clone()
             }),
             deadline: self.deadline.map(instant_of),
+            events: Some(door.events().clone()),
         });
         self.announce(&session_id, &door, formation_id.clone());
         let live = Live {

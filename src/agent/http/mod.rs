@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{BoxFuture, Conversation, HttpConfig, Reply, Transport};
+use super::{BoxFuture, Conversation, HttpConfig, Progress, Reply, Transport};
 use crate::catalogue::{E_AGT_001, E_AGT_002};
 use crate::diag::Diagnostic;
 use crate::trace::{AttemptResult, Event, TraceWriter, Usage};
@@ -33,6 +33,8 @@ pub struct HttpTransport {
     api_key: Option<String>,
     /// Where each try goes as a `model_request` record.
     trace: Option<Arc<TraceWriter>>,
+    /// Where streamed text goes as it arrives.
+    progress: Option<Progress>,
 }
 
 /// One try that did not answer.
@@ -94,6 +96,7 @@ impl HttpTransport {
             config: config.clone(),
             api_key,
             trace: None,
+            progress: None,
         })
     }
 
@@ -250,6 +253,33 @@ impl HttpTransport {
         use eventsource_stream::Eventsource;
         let mut events = response.bytes_stream().eventsource();
         let mut stream = Stream::default();
+        let mut shown = false;
+        let read = self
+            .read_events(&mut events, &mut stream, &mut shown, limit)
+            .await;
+        if shown && let Some(progress) = &self.progress {
+            progress("", true);
+        }
+        read?;
+        Ok(stream.finish())
+    }
+
+    /// Reads events into `stream` until `[DONE]` or the end; each piece of text goes to
+    /// the progress sink (`shown` once one has).
+    async fn read_events(
+        &self,
+        events: &mut (
+                 impl futures_util::Stream<
+            Item = Result<
+                eventsource_stream::Event,
+                eventsource_stream::EventStreamError<reqwest::Error>,
+            >,
+        > + Unpin
+             ),
+        stream: &mut Stream,
+        shown: &mut bool,
+        limit: Duration,
+    ) -> Result<(), Failure> {
         while !stream.is_done() {
             let next = tokio::time::timeout(limit, events.next())
                 .await
@@ -262,9 +292,15 @@ impl HttpTransport {
                 })?;
             match next {
                 Some(Ok(event)) => {
-                    stream
+                    let added = stream
                         .push(&event.data)
                         .map_err(|why| Failure::new(format!("{} {why}", self.url)))?;
+                    if !added.is_empty()
+                        && let Some(progress) = &self.progress
+                    {
+                        progress(&added, false);
+                        *shown = true;
+                    }
                 }
                 Some(Err(eventsource_stream::EventStreamError::Transport(e))) => {
                     return Err(self.fault(&e));
@@ -276,7 +312,7 @@ impl HttpTransport {
                 None => break,
             }
         }
-        Ok(stream.finish())
+        Ok(())
     }
 
     fn fault(&self, e: &reqwest::Error) -> Failure {
@@ -329,6 +365,10 @@ impl Transport for HttpTransport {
 
     fn set_trace(&mut self, trace: Arc<TraceWriter>) {
         self.trace = Some(trace);
+    }
+
+    fn set_progress(&mut self, progress: Progress) {
+        self.progress = Some(progress);
     }
 }
 
