@@ -709,6 +709,40 @@ impl World {
         team
     }
 
+    /// Writes and installs the capsule `local/<name>` 1.0.0 with this `agent` section.
+    async fn capsule(&self, name: &str, agent: &str) {
+        let src = self.dir.path().join("src").join(name);
+        std::fs::create_dir_all(&src).unwrap();
+        let text = format!("name: {name}\nversion: 1.0.0\ndescription: A test capsule.\n{agent}");
+        std::fs::write(src.join("murmur.yaml"), text).unwrap();
+        self.ok(&self.proj(), &["install", src.to_str().unwrap()])
+            .await;
+    }
+
+    /// `mur run --task` of `local/<name>`, its exit code, stdout and stderr.
+    async fn run_task(&self, name: &str, env: &[(&str, &Path)]) -> (Option<i32>, String, String) {
+        let capsule = format!("local/{name}");
+        let mut cmd = self.mur(
+            &self.proj(),
+            &[
+                "run",
+                "--capsule",
+                &capsule,
+                "--capsule-version",
+                "1.0.0",
+                "--task",
+                "hi",
+            ],
+        );
+        cmd.env_remove(mur::agent::http::SSL_CERT_FILE);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().await.unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    }
+
     /// Every trace.jsonl under the records, as JSON records.
     fn traces(&self) -> Vec<Vec<Value>> {
         let mut found = Vec::new();
@@ -908,17 +942,8 @@ async fn streamed_text_is_seen_through_subscribe_to_task_and_watch_session_as_it
     )
     .await;
     let w = World::new();
-    let src = w.dir.path().join("streamer");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(
-        src.join("murmur.yaml"),
-        format!(
-            "name: streamer\nversion: 1.0.0\ndescription: Streams.\n{}",
-            http_agent(&s.base, "  stream: true\n")
-        ),
-    )
-    .unwrap();
-    w.ok(&w.proj(), &["install", src.to_str().unwrap()]).await;
+    w.capsule("streamer", &http_agent(&s.base, "  stream: true\n"))
+        .await;
     let mut child = w
         .mur(
             &w.proj(),
@@ -1017,4 +1042,40 @@ async fn streamed_text_is_seen_through_subscribe_to_task_and_watch_session_as_it
         .unwrap();
     assert_eq!(status.code(), Some(0));
     s.bodies();
+}
+
+/// `SSL_CERT_FILE` adds its CA to the public roots, in a real session; without it the
+/// same server's certificate is refused, and a file that does not load is E-AGT-003.
+#[tokio::test(flavor = "multi_thread")]
+async fn ssl_cert_file_trusts_a_private_ca_in_a_real_session() {
+    let ours = ca("our CA");
+    let s = Server::start(
+        vec![ok(message("trusted"))],
+        Some(server_tls(&ours, &["127.0.0.1"])),
+    )
+    .await;
+    let w = World::new();
+    let pem = write_pem(w.dir.path(), &ours.pem);
+    w.capsule("tls", &http_agent(&s.base, "  max_retries: 0\n"))
+        .await;
+
+    let (code, stdout, stderr) = w.run_task("tls", &[("SSL_CERT_FILE", &pem)]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("trusted"), "{stdout}");
+
+    let (code, stdout, stderr) = w.run_task("tls", &[]).await;
+    assert_ne!(code, Some(0), "{stdout}");
+    assert!(
+        format!("{stdout}{stderr}").contains("certificate error"),
+        "{stdout}{stderr}"
+    );
+
+    let missing = w.dir.path().join("nope.pem");
+    let (code, stdout, stderr) = w.run_task("tls", &[("SSL_CERT_FILE", &missing)]).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        stdout.is_empty() && stderr.contains("E-AGT-003"),
+        "{stderr}"
+    );
+    assert_eq!(s.bodies().len(), 1);
 }

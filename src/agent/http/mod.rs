@@ -119,16 +119,16 @@ impl HttpTransport {
             let elapsed_ms = started.elapsed().as_millis() as u64;
             let failure = match tried {
                 Ok((reply, usage, status)) => {
-                    self.record(
-                        c,
+                    self.record(Event::ModelRequest {
+                        task_id: c.task_id.clone(),
                         attempt,
-                        AttemptResult::Answered,
-                        Some(status),
-                        None,
+                        result: AttemptResult::Answered,
+                        status: Some(status),
+                        error: None,
                         elapsed_ms,
-                        None,
+                        retry_in_ms: None,
                         usage,
-                    );
+                    });
                     return Ok(reply);
                 }
                 Err(f) => f,
@@ -144,17 +144,16 @@ impl HttpTransport {
             } else {
                 AttemptResult::Failed
             };
-            let retry_in_ms = wait.map(|w| w.as_millis() as u64);
-            self.record(
-                c,
+            self.record(Event::ModelRequest {
+                task_id: c.task_id.clone(),
                 attempt,
                 result,
-                failure.status,
-                Some(failure.message.clone()),
+                status: failure.status,
+                error: Some(failure.message.clone()),
                 elapsed_ms,
-                retry_in_ms,
-                None,
-            );
+                retry_in_ms: wait.map(|w| w.as_millis() as u64),
+                usage: None,
+            });
             let Some(wait) = wait else {
                 return Err(self.give_up(&failure, attempt));
             };
@@ -325,30 +324,11 @@ impl HttpTransport {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record(
-        &self,
-        c: &Conversation,
-        attempt: u32,
-        result: AttemptResult,
-        status: Option<u16>,
-        error: Option<String>,
-        elapsed_ms: u64,
-        retry_in_ms: Option<u64>,
-        usage: Option<Usage>,
-    ) {
-        let Some(trace) = &self.trace else { return };
-        let event = Event::ModelRequest {
-            task_id: c.task_id.clone(),
-            attempt,
-            result,
-            status,
-            error,
-            elapsed_ms,
-            retry_in_ms,
-            usage,
-        };
-        if let Err(e) = trace.write(event) {
+    /// A `model_request` record; a trace that refuses it never stops the turn.
+    fn record(&self, event: Event) {
+        if let Some(trace) = &self.trace
+            && let Err(e) = trace.write(event)
+        {
             tracing::warn!("{e}");
         }
     }
