@@ -267,9 +267,6 @@ struct Run {
 
 impl Run {
     fn new(config: HttpConfig) -> Run {
-        // Backoff waits in these tests are a hundredth of the real ones.
-        // SAFETY: every test sets the same value, before any thread reads it.
-        unsafe { std::env::set_var(mur::timing::SCALE_ENV, "0.01") };
         let dir = tempfile::tempdir().unwrap();
         let trace = Arc::new(TraceWriter::create(&dir.path().join("trace.jsonl")).unwrap());
         let agent = Agent::new(AgentSpec {
@@ -470,12 +467,23 @@ async fn a_500_then_success() {
         "{}",
         tries[0]
     );
-    assert!(tries[0]["retry_in_ms"].as_u64().is_some());
+    // The first backoff: 0.5 s with jitter, no less than half of it.
+    let wait = tries[0]["retry_in_ms"].as_u64().unwrap();
+    assert!((250..=500).contains(&wait), "{wait}");
 }
 
 #[tokio::test]
 async fn retries_stop_at_max_retries_and_a_404_is_not_retried() {
-    let s = Server::start(vec![Act::Answer(503, vec![], "{}".into())], None).await;
+    // Retry-After: 0 keeps the test quick; the backoff is the 500's test's.
+    let s = Server::start(
+        vec![Act::Answer(
+            503,
+            vec![("Retry-After", "0".into())],
+            "{}".into(),
+        )],
+        None,
+    )
+    .await;
     let mut c = config(&s);
     c.max_retries = 2;
     let mut run = Run::new(c);
@@ -521,6 +529,23 @@ async fn a_stall_past_the_timeout_fails_the_turn_naming_the_timeout() {
     let tries = run.tries();
     assert_eq!(results(&tries), ["failed"]);
     assert!(tries[0]["elapsed_ms"].as_u64().unwrap() >= 300);
+}
+
+#[tokio::test]
+async fn a_stream_that_stalls_midway_fails_naming_the_timeout() {
+    let d = json!({"choices": [{"index": 0, "delta": {"content": "Hel"}}]});
+    let never = Arc::new(tokio::sync::Notify::new());
+    let s = Server::start(vec![Act::Gated(vec![d], never, vec![])], None).await;
+    let mut c = config(&s);
+    c.stream = true;
+    c.timeout = Duration::from_millis(300);
+    let mut run = Run::new(c);
+    let reason = failed(&run.send("x").await).to_string();
+    assert!(
+        reason.contains("stopped streaming") && reason.contains("agent.timeout"),
+        "{reason}"
+    );
+    assert_eq!(results(&run.tries()), ["failed"]);
 }
 
 #[tokio::test]

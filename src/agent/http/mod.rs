@@ -426,11 +426,10 @@ mod tests {
     #[tokio::test]
     async fn a_real_server_drives_a_tool_call_then_answers() {
         let (base, seen) = server().await;
-        // SAFETY: a variable no other test reads.
-        unsafe { std::env::set_var("MUR_TEST_HTTP_UNIT_KEY", "sk-test") };
-        let mut config = HttpConfig::new(&base, "llama3");
-        config.api_key_env = Some("MUR_TEST_HTTP_UNIT_KEY".into());
-        let transport = HttpTransport::new(&config).unwrap();
+        let mut transport = HttpTransport::new(&HttpConfig::new(&base, "llama3")).unwrap();
+        // As if read from agent.api_key_env (setting a variable here would race
+        // other tests' reads).
+        transport.api_key = Some("sk-test".into());
         let mut agent = Agent::new(AgentSpec {
             task_id: "t".into(),
             system: "[Capsule]\nname: x".into(),
