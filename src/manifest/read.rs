@@ -259,7 +259,7 @@ fn list(
 }
 
 fn agent(r: &Reader, node: &Node) -> Result<Agent> {
-    let every: Vec<&str> = HTTP.iter().chain(PROCESS).copied().collect();
+    let every: Vec<&str> = HTTP.iter().chain(&PROCESS[1..]).copied().collect();
     let m = r.map(node, "agent", &every)?;
     let t_node = r.required(&m, "transport", "agent.transport")?;
     let kind = choice(
