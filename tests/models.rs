@@ -113,6 +113,15 @@ impl Server {
     }
 }
 
+/// Every server's bodies are scanned for tokens when its test is done with it.
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.bodies();
+        }
+    }
+}
+
 async fn serve_one(
     mut io: Box<dyn Io>,
     script: &[Act],
