@@ -60,6 +60,8 @@ struct Server {
     /// `http(s)://127.0.0.1:<port>/v1`.
     base: String,
     bodies: Arc<Mutex<Vec<Value>>>,
+    /// Each request's Authorization header.
+    auth: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl Server {
@@ -68,7 +70,8 @@ impl Server {
         let port = listener.local_addr().unwrap().port();
         let scheme = if tls.is_some() { "https" } else { "http" };
         let bodies = Arc::new(Mutex::new(Vec::new()));
-        let seen = bodies.clone();
+        let auth = Arc::new(Mutex::new(Vec::new()));
+        let seen = (bodies.clone(), auth.clone());
         let count = Arc::new(AtomicUsize::new(0));
         let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         tokio::spawn(async move {
@@ -98,6 +101,7 @@ impl Server {
         Server {
             base: format!("{scheme}://127.0.0.1:{port}/v1"),
             bodies,
+            auth,
         }
     }
 
@@ -125,13 +129,15 @@ impl Drop for Server {
 async fn serve_one(
     mut io: Box<dyn Io>,
     script: &[Act],
-    seen: &Mutex<Vec<Value>>,
+    seen: &(Arc<Mutex<Vec<Value>>>, Arc<Mutex<Vec<Option<String>>>>),
     count: &AtomicUsize,
 ) {
-    let Some(body) = read_request(&mut io).await else {
+    let Some((auth, body)) = read_request(&mut io).await else {
         return;
     };
-    seen.lock()
+    seen.1.lock().unwrap().push(auth);
+    seen.0
+        .lock()
         .unwrap()
         .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
     let n = count.fetch_add(1, Ordering::SeqCst);
@@ -181,8 +187,8 @@ async fn serve_one(
     let _ = io.shutdown().await;
 }
 
-/// One request's body (by its Content-Length).
-async fn read_request(io: &mut Box<dyn Io>) -> Option<Vec<u8>> {
+/// One request's Authorization header and body (by its Content-Length).
+async fn read_request(io: &mut Box<dyn Io>) -> Option<(Option<String>, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {
@@ -195,7 +201,13 @@ async fn read_request(io: &mut Box<dyn Io>) -> Option<Vec<u8>> {
         }
         buf.extend_from_slice(&chunk[..n]);
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let raw = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let auth = raw.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case("authorization")
+            .then(|| v.trim().to_string())
+    });
+    let head = raw.to_ascii_lowercase();
     let len: usize = head
         .lines()
         .find_map(|l| l.strip_prefix("content-length:"))
@@ -208,7 +220,7 @@ async fn read_request(io: &mut Box<dyn Io>) -> Option<Vec<u8>> {
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    Some(buf[head_end..head_end + len].to_vec())
+    Some((auth, buf[head_end..head_end + len].to_vec()))
 }
 
 // ---- certificates ----------------------------------------------------------------
@@ -709,6 +721,7 @@ impl World {
             .env_remove("MURMUR_FORMATION_PEERS")
             .env_remove("MUR_TEST_MODELS_EMPTY")
             .env_remove("MUR_TEST_MODELS_UNSET")
+            .env_remove("MUR_TEST_MODELS_KEY")
             .kill_on_drop(true);
         cmd
     }
@@ -1112,4 +1125,45 @@ async fn ssl_cert_file_trusts_a_private_ca_in_a_real_session() {
         "{stderr}"
     );
     assert_eq!(s.bodies().len(), 1);
+}
+
+/// The key goes to the server as a bearer token and into no trace record, even when
+/// the model repeats it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_key_is_sent_as_a_bearer_token_and_never_traced() {
+    let key = "sk-test-0123456789abcdef";
+    let s = Server::start(vec![ok(message(&format!("your key is {key}")))], None).await;
+    let w = World::new();
+    w.capsule(
+        "keyed",
+        &http_agent(&s.base, "  api_key_env: MUR_TEST_MODELS_KEY\n"),
+    )
+    .await;
+    let capsule_args = [
+        "run",
+        "--capsule",
+        "local/keyed",
+        "--capsule-version",
+        "1.0.0",
+        "--task",
+        "hi",
+    ];
+    let out = w
+        .mur(&w.proj(), &capsule_args)
+        .env("MUR_TEST_MODELS_KEY", key)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(*s.auth.lock().unwrap(), [Some(format!("Bearer {key}"))]);
+    let traces = w.traces();
+    assert_eq!(traces.len(), 1);
+    let text = serde_json::to_string(&traces[0]).unwrap();
+    assert!(!text.contains(key), "the key is in the trace");
+    assert!(traces[0].iter().any(|r| r["type"] == "model_request"));
 }

@@ -344,6 +344,10 @@ impl Transport for HttpTransport {
     }
 
     fn set_trace(&mut self, trace: Arc<TraceWriter>) {
+        // No record may hold the key, whoever writes it.
+        if let Some(key) = &self.api_key {
+            trace.forbid(key);
+        }
         self.trace = Some(trace);
     }
 
