@@ -117,6 +117,9 @@ impl Server {
     }
 }
 
+/// What a server received: each request's body, and its Authorization header.
+type Seen = (Arc<Mutex<Vec<Value>>>, Arc<Mutex<Vec<Option<String>>>>);
+
 /// Every server's bodies are scanned for tokens when its test is done with it.
 impl Drop for Server {
     fn drop(&mut self) {
@@ -126,12 +129,7 @@ impl Drop for Server {
     }
 }
 
-async fn serve_one(
-    mut io: Box<dyn Io>,
-    script: &[Act],
-    seen: &(Arc<Mutex<Vec<Value>>>, Arc<Mutex<Vec<Option<String>>>>),
-    count: &AtomicUsize,
-) {
+async fn serve_one(mut io: Box<dyn Io>, script: &[Act], seen: &Seen, count: &AtomicUsize) {
     let Some((auth, body)) = read_request(&mut io).await else {
         return;
     };
