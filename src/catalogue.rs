@@ -44,6 +44,17 @@ macro_rules! catalogue {
 }
 
 catalogue! {
+    // ---- E-AGT: the agent's model (transport: http), checked at session start --
+    E_AGT_001 = "E-AGT-001", "API key variable not set",
+        "`agent.api_key_env` names an environment variable that is not set, or is empty, in mur's environment. The session refuses to start rather than fail every task.",
+        "Export the variable before `mur run` (`export OPENAI_API_KEY=...`), or remove `agent.api_key_env` for a server that needs no key.";
+    E_AGT_002 = "E-AGT-002", "Model driver not supported",
+        "`agent.driver` names a WASM component that adapts another provider's API; this build of mur cannot load driver components.",
+        "Remove `agent.driver` and point `agent.base_url` at an OpenAI-compatible endpoint.";
+    E_AGT_003 = "E-AGT-003", "CA certificates unusable",
+        "`agent.ca_file`, or the file `SSL_CERT_FILE` names, cannot be read or holds no PEM certificate.",
+        "Name a PEM file of CA certificates (`-----BEGIN CERTIFICATE-----`); a relative `agent.ca_file` is read from the capsule's folder.";
+
     // ---- E-CLI: command line -------------------------------------------------
     E_CLI_001 = "E-CLI-001", "Unknown code",
         "`mur explain` was given a code that is not in the catalogue.",
@@ -63,7 +74,7 @@ catalogue! {
         "A `version` or `artifacts[].version` is blank, names a moving target (`latest`, `stable`, `edge`), or holds characters a version may not.",
         "Write an exact version such as `0.1.0`: letters, digits, `.`, `-`, `+` and `_`.";
     E_MAN_006 = "E-MAN-006", "Bad duration",
-        "`lifecycle.idle_timeout` or `trace.retain.max_age` is not a whole number with one unit, or is zero.",
+        "`lifecycle.idle_timeout`, `trace.retain.max_age` or `agent.timeout` is not a whole number with one unit, or is zero.",
         "Write a duration such as `45s`, `90m`, `12h` or `30d`; leave the key out for no limit.";
     E_MAN_007 = "E-MAN-007", "Path outside the capsule",
         "`instructions`, a `tools[].path`, a `hooks[].path` or `agent.driver` is absolute, leaves the capsule through `..`, or (for a component) is not a `.wasm` file.",

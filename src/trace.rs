@@ -159,13 +159,67 @@ pub enum Event {
     },
     /// The member's lifeline closed: written first in its wind-down.
     FormationEnded { formation_id: String },
+    /// One try of one `transport: http` turn: a turn that is retried has several.
+    ModelRequest {
+        task_id: String,
+        /// 1 for the turn's first try.
+        attempt: u32,
+        /// How the try ended: `answered`, `retrying` or `failed`.
+        result: AttemptResult,
+        /// The answer's HTTP status, when one came.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// What went wrong, when something did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Milliseconds from sending to the answer (or the fault).
+        elapsed_ms: u64,
+        /// With `retrying`: milliseconds mur waits before the next try.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<u64>,
+        /// With `answered`: the tokens the server counted (its `usage`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
     /// The last record of a session that ended on its own terms.
     SessionEnd {
         exit_status: ExitStatus,
         exit_code: i32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error_code: Option<String>,
+        /// The sum of every `model_request`'s `usage` in this trace, when there was
+        /// one; the writer fills it in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
+}
+
+/// How one `model_request` try ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptResult {
+    Answered,
+    Retrying,
+    Failed,
+}
+
+/// Tokens a model server counted, as chat completions' `usage` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+    }
 }
 
 impl Event {
@@ -183,6 +237,7 @@ impl Event {
             Event::MemberOffer { .. } => "member_offer",
             Event::MemberAnswer { .. } => "member_answer",
             Event::FormationEnded { .. } => "formation_ended",
+            Event::ModelRequest { .. } => "model_request",
             Event::SessionEnd { .. } => "session_end",
         }
     }
@@ -309,14 +364,44 @@ impl std::fmt::Display for Record {
                 ..
             } => write!(f, "{task_id} <- {member} {}: {}", word(state), cut(text)),
             Event::FormationEnded { formation_id } => write!(f, "{formation_id}"),
+            Event::ModelRequest {
+                task_id,
+                attempt,
+                result,
+                status,
+                error,
+                elapsed_ms,
+                retry_in_ms,
+                usage,
+            } => {
+                write!(f, "{task_id} try {attempt} {}", word(result))?;
+                if let Some(status) = status {
+                    write!(f, " {status}")?;
+                }
+                write!(f, " in {elapsed_ms} ms")?;
+                if let Some(ms) = retry_in_ms {
+                    write!(f, ", again in {ms} ms")?;
+                }
+                if let Some(u) = usage {
+                    write!(f, ", {} tokens", u.total_tokens)?;
+                }
+                match error {
+                    Some(e) => write!(f, ": {}", cut(e)),
+                    None => Ok(()),
+                }
+            }
             Event::SessionEnd {
                 exit_status,
                 exit_code,
                 error_code,
+                usage,
             } => {
                 write!(f, "{} exit {exit_code}", word(exit_status))?;
-                match error_code {
-                    Some(code) => write!(f, " {code}"),
+                if let Some(code) = error_code {
+                    write!(f, " {code}")?;
+                }
+                match usage {
+                    Some(u) => write!(f, ", {} tokens", u.total_tokens),
                     None => Ok(()),
                 }
             }
@@ -413,6 +498,8 @@ impl std::fmt::Debug for Tap {
 struct Inner {
     file: File,
     seq: u64,
+    /// The sum of the `model_request` usages written, for `session_end`.
+    usage: Option<Usage>,
 }
 
 impl TraceWriter {
@@ -441,7 +528,11 @@ impl TraceWriter {
     fn with_file(path: &Path, file: File, seq: u64) -> Self {
         TraceWriter {
             path: path.to_path_buf(),
-            inner: Mutex::new(Inner { file, seq }),
+            inner: Mutex::new(Inner {
+                file,
+                seq,
+                usage: None,
+            }),
             secrets: Mutex::new(Vec::new()),
             tap: OnceLock::new(),
         }
@@ -468,7 +559,16 @@ impl TraceWriter {
 
     /// Appends one record and returns it. The line goes out in one `write` on an
     /// `O_APPEND` file, so the kernel has it before this returns.
-    pub fn write(&self, event: Event) -> Result<Record> {
+    pub fn write(&self, mut event: Event) -> Result<Record> {
+        let mut inner = lock(&self.inner);
+        match &mut event {
+            Event::ModelRequest { usage: Some(u), .. } => {
+                inner.usage.get_or_insert_default().add(u);
+            }
+            Event::SessionEnd { usage, .. } if usage.is_none() => *usage = inner.usage,
+            _ => {}
+        }
+        drop(inner);
         let value = serde_json::to_value(&event).map_err(|e| {
             Diagnostic::new(
                 catalogue::E_REC_001,

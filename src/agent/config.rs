@@ -4,10 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use super::Transport;
 use super::builtin::Builtin;
 use super::http::HttpTransport;
 use super::process::ProcessTransport;
+use crate::diag::Diagnostic;
 use crate::manifest;
 
 /// `agent.transport` of murmur.yaml.
@@ -16,13 +19,7 @@ pub enum TransportConfig {
     /// The deterministic offline model in the binary.
     Builtin,
     /// An OpenAI-compatible chat completions server.
-    Http {
-        base_url: String,
-        model: String,
-        api_key_env: Option<String>,
-        /// A WASM component in the capsule that adapts another provider's API.
-        driver: Option<String>,
-    },
+    Http(HttpConfig),
     /// A native harness speaking JSON lines on stdin and stdout.
     Process(ProcessConfig),
 }
@@ -38,12 +35,17 @@ impl TransportConfig {
     ) -> Self {
         match transport {
             manifest::Transport::Builtin => TransportConfig::Builtin,
-            manifest::Transport::Http(h) => TransportConfig::Http {
+            manifest::Transport::Http(h) => TransportConfig::Http(HttpConfig {
                 base_url: h.base_url.clone(),
                 model: h.model.clone(),
                 api_key_env: h.api_key_env.clone(),
                 driver: h.driver.clone(),
-            },
+                ca_file: h.ca_file.as_ref().map(|f| capsule_root.join(f)),
+                timeout: h.timeout,
+                max_retries: h.max_retries,
+                stream: h.stream,
+                sampling: h.sampling.clone(),
+            }),
             manifest::Transport::Process(p) => TransportConfig::Process(ProcessConfig {
                 command: p.command.clone(),
                 cwd: capsule_root.to_path_buf(),
@@ -53,12 +55,59 @@ impl TransportConfig {
         }
     }
 
+    /// Refuses, at session start, what would fail every task: on `transport: http`, an
+    /// `api_key_env` that is unset or empty (E-AGT-001), a `driver` (E-AGT-002), CA
+    /// certificates that do not load (E-AGT-003).
+    pub fn check(&self) -> Result<(), Diagnostic> {
+        match self {
+            TransportConfig::Http(h) => HttpTransport::new(h).map(drop),
+            _ => Ok(()),
+        }
+    }
+
     /// The name the trace gives it.
     pub fn name(&self) -> &'static str {
         match self {
             TransportConfig::Builtin => "builtin",
-            TransportConfig::Http { .. } => "http",
+            TransportConfig::Http(_) => "http",
             TransportConfig::Process(_) => "process",
+        }
+    }
+}
+
+/// `transport: http`'s settings (docs/agent.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Such as `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: Option<String>,
+    /// A WASM component in the capsule that adapts another provider's API.
+    pub driver: Option<String>,
+    /// A PEM file of CA certificates trusted beside the public roots.
+    pub ca_file: Option<PathBuf>,
+    /// Bounds each request.
+    pub timeout: Duration,
+    /// Tries after the first one.
+    pub max_retries: u32,
+    /// Ask for server-sent events.
+    pub stream: bool,
+    pub sampling: manifest::Sampling,
+}
+
+impl HttpConfig {
+    /// Plain settings for `base_url` and `model`: the manifest's defaults.
+    pub fn new(base_url: &str, model: &str) -> Self {
+        HttpConfig {
+            base_url: base_url.to_string(),
+            model: model.to_string(),
+            api_key_env: None,
+            driver: None,
+            ca_file: None,
+            timeout: manifest::DEFAULT_TIMEOUT,
+            max_retries: manifest::DEFAULT_MAX_RETRIES,
+            stream: false,
+            sampling: manifest::Sampling::default(),
         }
     }
 }
@@ -124,27 +173,10 @@ pub fn transport(config: &TransportConfig) -> Result<Box<dyn Transport>, String>
     match config {
         TransportConfig::Builtin => Ok(Box::new(Builtin)),
         TransportConfig::Process(p) => Ok(Box::new(ProcessTransport::new(p.clone())?)),
-        TransportConfig::Http {
-            base_url,
-            model,
-            api_key_env,
-            driver,
-        } => {
-            if let Some(driver) = driver {
-                return Err(format!(
-                    "transport: http with a driver component ({driver}) is not available in \
-                     this build of mur"
-                ));
-            }
-            let api_key = match api_key_env {
-                Some(name) => Some(
-                    std::env::var(name)
-                        .map_err(|_| format!("agent.api_key_env names {name}, which is not set"))?,
-                ),
-                None => None,
-            };
-            Ok(Box::new(HttpTransport::new(base_url, model, api_key)?))
-        }
+        TransportConfig::Http(h) => match HttpTransport::new(h) {
+            Ok(t) => Ok(Box::new(t)),
+            Err(d) => Err(format!("{}: {}", d.code, d.message)),
+        },
     }
 }
 
@@ -194,8 +226,24 @@ mod tests {
             model: "llama3".into(),
             api_key_env: None,
             driver: None,
+            ca_file: Some("certs/ca.pem".into()),
+            timeout: Duration::from_secs(7),
+            max_retries: 1,
+            stream: true,
+            sampling: manifest::Sampling::default(),
         });
         let c = TransportConfig::from_manifest(&h, root, vec![], None);
         assert_eq!(c.name(), h.kind());
+        let TransportConfig::Http(c) = c else {
+            panic!("{c:?}")
+        };
+        assert_eq!(
+            c.ca_file.as_deref(),
+            Some(Path::new("/capsule/certs/ca.pem"))
+        );
+        assert_eq!(
+            (c.timeout, c.max_retries, c.stream),
+            (Duration::from_secs(7), 1, true)
+        );
     }
 }

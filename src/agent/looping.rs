@@ -47,7 +47,10 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn new(spec: AgentSpec) -> Self {
+    pub fn new(mut spec: AgentSpec) -> Self {
+        if let Some(trace) = &spec.trace {
+            spec.transport.set_trace(trace.clone());
+        }
         let conversation = Conversation {
             task_id: spec.task_id.clone(),
             system: spec.system.clone(),
@@ -66,6 +69,13 @@ impl Agent {
     /// "How the answer arrives" says (see docs/call-member.md).
     pub fn with_turn_end(mut self, turn_end: Arc<dyn TurnEnd>) -> Self {
         self.turn_end = Some(turn_end);
+        self
+    }
+
+    /// Hands the model's partial output to `progress` as the transport streams it
+    /// (`transport: http` with `stream: true`).
+    pub fn with_progress(mut self, progress: super::Progress) -> Self {
+        self.spec.transport.set_progress(progress);
         self
     }
 

@@ -23,9 +23,13 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use artifact::{Artifact, FileContent, Part};
-pub use config::{ProcessConfig, TransportConfig, harness_env, transport};
+pub use config::{HttpConfig, ProcessConfig, TransportConfig, harness_env, transport};
 pub use looping::{Agent, AgentSpec, TurnEnd};
 pub use prompt::{PromptParts, system_prompt};
+
+/// Where a streaming transport hands the model's text as it arrives: each piece, then
+/// `("", true)` when the turn's stream ends (see [`Agent::with_progress`]).
+pub type Progress = std::sync::Arc<dyn Fn(&str, bool) + Send + Sync>;
 
 /// A boxed future, so the traits below stay object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -187,6 +191,12 @@ pub trait Transport: Send {
         &'a mut self,
         conversation: &'a Conversation,
     ) -> BoxFuture<'a, Result<Reply, String>>;
+    /// Where the transport may write records of its own (the http transport's
+    /// `model_request`): the loop's trace, handed over when the agent is made.
+    fn set_trace(&mut self, _trace: std::sync::Arc<crate::trace::TraceWriter>) {}
+    /// Where the transport hands partial output as it streams; a transport that does
+    /// not stream ignores it.
+    fn set_progress(&mut self, _progress: Progress) {}
     /// Stops whatever the transport runs (a harness process) and waits until it is
     /// gone. Called when a task ends or is canceled; harmless when nothing runs.
     fn shutdown(&mut self) -> BoxFuture<'_, ()> {

@@ -167,12 +167,10 @@ async fn zero_turns_and_a_canceled_token_end_at_once() {
 #[test]
 fn http_needs_its_key_variable_and_no_driver() {
     let http = |api_key_env: Option<&str>, driver: Option<&str>| {
-        transport(&TransportConfig::Http {
-            base_url: "http://127.0.0.1:1/v1".into(),
-            model: "m".into(),
-            api_key_env: api_key_env.map(str::to_string),
-            driver: driver.map(str::to_string),
-        })
+        let mut c = HttpConfig::new("http://127.0.0.1:1/v1", "m");
+        c.api_key_env = api_key_env.map(str::to_string);
+        c.driver = driver.map(str::to_string);
+        transport(&TransportConfig::Http(c))
     };
     let err = http(Some("MUR_TEST_SURELY_UNSET_KEY"), None).err().unwrap();
     assert!(err.contains("MUR_TEST_SURELY_UNSET_KEY"), "{err}");

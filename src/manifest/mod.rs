@@ -75,6 +75,35 @@ pub struct HttpTransport {
     pub api_key_env: Option<String>,
     /// A WASM component in the capsule that adapts another provider's API.
     pub driver: Option<String>,
+    /// A PEM file in the capsule with a private CA's certificates, trusted beside the
+    /// public roots.
+    pub ca_file: Option<String>,
+    /// Bounds each request, from connecting to the last byte of the answer.
+    pub timeout: Duration,
+    /// Tries after the first, on 429, 500, 502, 503, 504 and a dropped connection.
+    pub max_retries: u32,
+    /// Ask for the answer as server-sent events (`stream: true`).
+    pub stream: bool,
+    pub sampling: Sampling,
+}
+
+/// `agent.timeout` when the manifest leaves it out.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+/// `agent.max_retries` when the manifest leaves it out.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+/// The sampling settings of `transport: http`, sent in the request body as written;
+/// a setting left out is not sent (the server's default holds).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Sampling {
+    /// 0 to 2, as written (`0.2` stays `0.2`).
+    pub temperature: Option<serde_json::Number>,
+    /// 0 to 1, as written.
+    pub top_p: Option<serde_json::Number>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<i64>,
+    /// Up to 4 strings; empty: not sent.
+    pub stop: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,20 +26,30 @@ const TOP: &[&str] = &[
     "trace",
     "artifacts",
 ];
-const AGENT: &[&str] = &[
+const HTTP: &[&str] = &[
     "transport",
     "base_url",
     "model",
     "api_key_env",
     "driver",
-    "command",
+    "ca_file",
+    "timeout",
+    "max_retries",
+    "stream",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "stop",
 ];
-const HTTP: &[&str] = &["transport", "base_url", "model", "api_key_env", "driver"];
 const PROCESS: &[&str] = &["transport", "command"];
 
 /// Caps that catch a typo (an extra zero) rather than limit real use.
 const MAX_TURNS: u32 = 10_000;
 const MAX_QUEUE_DEPTH: u32 = 1_024;
+const MAX_RETRIES: u32 = 20;
+const MAX_TOKENS: u32 = 10_000_000;
+const MAX_STOPS: usize = 4;
 
 type Rule = fn(&str) -> std::result::Result<(), String>;
 
@@ -249,7 +259,8 @@ fn list(
 }
 
 fn agent(r: &Reader, node: &Node) -> Result<Agent> {
-    let m = r.map(node, "agent", AGENT)?;
+    let every: Vec<&str> = HTTP.iter().chain(&PROCESS[1..]).copied().collect();
+    let m = r.map(node, "agent", &every)?;
     let t_node = r.required(&m, "transport", "agent.transport")?;
     let kind = choice(
         r,
@@ -295,6 +306,26 @@ fn agent(r: &Reader, node: &Node) -> Result<Agent> {
                     .get("driver")
                     .map(|n| checked(r, n, "agent.driver", E_MAN_007, rules::component_path))
                     .transpose()?,
+                ca_file: m
+                    .get("ca_file")
+                    .map(|n| checked(r, n, "agent.ca_file", E_MAN_007, rules::capsule_path))
+                    .transpose()?,
+                timeout: m
+                    .get("timeout")
+                    .map(|n| duration(r, n, "agent.timeout"))
+                    .transpose()?
+                    .unwrap_or(DEFAULT_TIMEOUT),
+                max_retries: m
+                    .get("max_retries")
+                    .map(|n| bounded(r, n, "agent.max_retries", 0, MAX_RETRIES))
+                    .transpose()?
+                    .unwrap_or(DEFAULT_MAX_RETRIES),
+                stream: m
+                    .get("stream")
+                    .map(|n| boolean(r, n, "agent.stream"))
+                    .transpose()?
+                    .unwrap_or(false),
+                sampling: sampling(r, &m)?,
             })
         }
         "process" => {
@@ -312,6 +343,65 @@ fn agent(r: &Reader, node: &Node) -> Result<Agent> {
         _ => Transport::Builtin,
     };
     Ok(Agent { transport })
+}
+
+/// `agent.temperature`, `top_p`, `max_tokens`, `seed` and `stop`.
+fn sampling(r: &Reader, m: &Map<'_>) -> Result<Sampling> {
+    let number = |key: &str, max: f64| -> Result<Option<serde_json::Number>> {
+        let Some(node) = m.get(key) else {
+            return Ok(None);
+        };
+        let field = format!("agent.{key}");
+        let parsed = match &node.value {
+            Value::Scalar { text, plain: true } => {
+                serde_json::from_str::<serde_json::Number>(text).ok()
+            }
+            _ => None,
+        };
+        let Some(n) = parsed else {
+            return Err(misread(r, node, &field, "a number")
+                .unwrap_or_else(|| r.fault(node, format!("`{field}` is not a number")))
+                .hint(format!(
+                    "Write `{field}` as a number from 0 to {max}, such as `0.2`."
+                )));
+        };
+        match n.as_f64() {
+            Some(x) if (0.0..=max).contains(&x) => Ok(Some(n)),
+            _ => Err(r
+                .fault(node, format!("`{field}` is {n}, outside 0..={max}"))
+                .hint(format!("Write a number from 0 to {max}."))),
+        }
+    };
+    let mut out = Sampling {
+        temperature: number("temperature", 2.0)?,
+        top_p: number("top_p", 1.0)?,
+        ..Sampling::default()
+    };
+    if let Some(n) = m.get("max_tokens") {
+        out.max_tokens = Some(bounded(r, n, "agent.max_tokens", 1, MAX_TOKENS)?);
+    }
+    if let Some(n) = m.get("seed") {
+        out.seed = Some(
+            r.integer(n, "agent.seed")
+                .map_err(|e| misread(r, n, "agent.seed", "a whole number").unwrap_or(e))?,
+        );
+    }
+    if let Some(n) = m.get("stop") {
+        let stops = match &n.value {
+            Value::Seq(_) => r.strings(n, "agent.stop")?,
+            _ => vec![r.string(n, "agent.stop")?],
+        };
+        if stops.len() > MAX_STOPS || stops.iter().any(|s| s.is_empty()) {
+            return Err(r
+                .fault(
+                    n,
+                    format!("`agent.stop` must be 1 to {MAX_STOPS} strings, none empty"),
+                )
+                .hint("Write a string, or a list of up to 4 strings."));
+        }
+        out.stop = stops.into_iter().map(str::to_string).collect();
+    }
+    Ok(out)
 }
 
 fn check_url(text: &str) -> std::result::Result<(), String> {

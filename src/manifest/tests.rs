@@ -2,7 +2,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::catalogue::{E_MAN_001, E_MAN_003, E_MAN_005};
+use crate::catalogue::{E_MAN_001, E_MAN_003, E_MAN_005, E_MAN_006, E_MAN_007};
 
 const MINIMAL: &str =
     "name: coder\nversion: 0.1.0\ndescription: Writes code.\nagent:\n  transport: builtin\n";
@@ -16,6 +16,15 @@ agent:
   base_url: "http://127.0.0.1:11434/v1"
   model: llama3
   api_key_env: OPENAI_API_KEY
+  ca_file: certs/ca.pem
+  timeout: 90s
+  max_retries: 5
+  stream: true
+  temperature: 0.20
+  top_p: 1
+  max_tokens: 512
+  seed: -7
+  stop: ["\n\n", END]
 inference:
   max_turns: 12
 lifecycle:
@@ -91,6 +100,17 @@ fn full_reads_every_field() {
             model: "llama3".into(),
             api_key_env: Some("OPENAI_API_KEY".into()),
             driver: None,
+            ca_file: Some("certs/ca.pem".into()),
+            timeout: Duration::from_secs(90),
+            max_retries: 5,
+            stream: true,
+            sampling: Sampling {
+                temperature: Some(serde_json::from_str("0.20").unwrap()),
+                top_p: Some(1.into()),
+                max_tokens: Some(512),
+                seed: Some(-7),
+                stop: vec!["\n\n".into(), "END".into()],
+            },
         })
     );
     assert_eq!(m.inference.max_turns, 12);
@@ -254,4 +274,40 @@ fn errors_render_with_file_line_column_and_hint() {
         shown.contains("hint: The keys allowed at the top level are"),
         "{shown}"
     );
+}
+
+#[test]
+fn http_settings_have_defaults_and_are_checked_at_their_node() {
+    let http = "name: coder\nversion: 0.1.0\ndescription: d\nagent:\n  transport: http\n  base_url: http://127.0.0.1:1/v1\n  model: m\n";
+    let Transport::Http(h) = p(http).unwrap().agent.transport else {
+        panic!()
+    };
+    assert_eq!(
+        (h.timeout, h.max_retries, h.stream),
+        (DEFAULT_TIMEOUT, DEFAULT_MAX_RETRIES, false)
+    );
+    assert_eq!(h.sampling, Sampling::default());
+    for (line, code) in [
+        ("  temperature: 2.5", E_MAN_001),
+        ("  temperature: hot", E_MAN_001),
+        ("  temperature: \"0.2\"", E_MAN_001),
+        ("  top_p: -0.1", E_MAN_001),
+        ("  max_tokens: 0", E_MAN_001),
+        ("  seed: 1.5", E_MAN_001),
+        ("  stop: [a, b, c, d, e]", E_MAN_001),
+        ("  stop: \"\"", E_MAN_001),
+        ("  max_retries: 21", E_MAN_001),
+        ("  stream: yes", E_MAN_001),
+        ("  timeout: 30", E_MAN_006),
+        ("  ca_file: /etc/ca.pem", E_MAN_007),
+    ] {
+        let err = p(&format!("{http}{line}\n")).unwrap_err();
+        assert_eq!(err.code, code, "{line}: {err}");
+        let col = line.find(": ").unwrap() + 3;
+        assert_eq!(at(&err), (8, col), "{line}: {err}");
+    }
+    // A setting of http beside another transport is refused.
+    let err = p(&MINIMAL.replace("transport: builtin", "transport: builtin\n  stream: true"))
+        .unwrap_err();
+    assert!(err.message.contains("agent.stream"), "{err}");
 }

@@ -183,6 +183,9 @@ impl Stage<'_> {
         output::set_bootstrap_log(records.logs_dir().join(output::BOOTSTRAP_LOG));
         let token = running::new_token();
         trace.forbid(&token);
+        if let Err(d) = self.transport(&records).check() {
+            return Ok(fail_early(&trace, &d));
+        }
         let (door, work, on_stop) = match self.door(&session_id, &token, &records, &trace).await {
             Ok(d) => d,
             Err(d) => return Ok(fail_early(&trace, &d)),
@@ -245,6 +248,7 @@ impl Stage<'_> {
                 m.peers.clone()
             }),
             deadline: self.deadline.map(instant_of),
+            events: Some(door.events().clone()),
         });
         self.announce(&session_id, &door, formation_id.clone());
         let live = Live {
@@ -414,6 +418,7 @@ fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
         exit_status: ExitStatus::Failed,
         exit_code: 1,
         error_code: Some(d.code.as_str().to_string()),
+        usage: None,
     });
     output::stderr_line("status: failed");
     1
@@ -591,6 +596,7 @@ impl Live {
             exit_status: exit.status,
             exit_code: exit.code,
             error_code: exit.error.map(|c| c.as_str().to_string()),
+            usage: None,
         });
         // The records on disk before the session says it has ended.
         let env = self.env.clone();

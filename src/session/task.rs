@@ -24,6 +24,8 @@ pub struct TaskEnv {
     pub deadline: Option<tokio::time::Instant>,
     /// Makes the trace and out/result.txt durable off the task's path.
     pub flusher: crate::records::Flusher,
+    /// murmur.WatchSession's events: streamed partial output goes there too.
+    pub events: Option<crate::door::SessionEvents>,
 }
 
 impl TaskEnv {
@@ -128,6 +130,7 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     if let Some(calls) = calls {
         agent = agent.with_turn_end(calls);
     }
+    agent = agent.with_progress(partial_output(&env, &handle));
     loop {
         let outcome = agent.send(&text, &cancel).await;
         let Outcome::InputRequired { question } = &outcome else {
@@ -221,6 +224,58 @@ fn finish(
     };
     env.state(handle.id(), Some(from), to, detail);
     to
+}
+
+/// Where a streaming model's text goes as it arrives: each streamed turn is one
+/// artifact `partial-<n>` (n from 1 in the task), named `partial output`, its text
+/// appended chunk by chunk and closed with `lastChunk` when the turn's stream ends. The
+/// door sends each chunk to SubscribeToTask (and SendStreamingMessage) streams as a
+/// `TaskArtifactUpdateEvent`; murmur.WatchSession gets the same event as
+/// `{"artifactUpdate": …}`.
+fn partial_output(env: &Arc<TaskEnv>, handle: &TaskHandle) -> agent::Progress {
+    use std::sync::Mutex;
+    let (handle, events) = (handle.clone(), env.events.clone());
+    // The current turn's number, whether its artifact has begun, and the piece held
+    // back so that the last one can carry `lastChunk` (an artifact has at least one part).
+    let state = Mutex::new((0u32, false, None::<String>));
+    Arc::new(move |text: &str, last: bool| {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        let held = s.2.take();
+        if !last {
+            s.2 = Some(text.to_string());
+        }
+        let Some(piece) = held else {
+            return;
+        };
+        let append = s.1;
+        if !append {
+            s.0 += 1;
+        }
+        s.1 = !last;
+        let artifact = a2a::Artifact {
+            artifact_id: format!("partial-{}", s.0),
+            name: Some("partial output".into()),
+            description: None,
+            parts: vec![a2a::Part::text(piece)],
+            metadata: None,
+            extensions: Vec::new(),
+        };
+        drop(s);
+        if let Some(events) = &events {
+            let event = a2a::StreamResponse::ArtifactUpdate(a2a::TaskArtifactUpdateEvent {
+                task_id: handle.id().to_string(),
+                context_id: handle.context_id().to_string(),
+                artifact: artifact.clone(),
+                append,
+                last_chunk: last,
+                metadata: None,
+            });
+            if let Ok(v) = serde_json::to_value(&event) {
+                events.publish(v);
+            }
+        }
+        let _ = handle.artifact(artifact, append, last);
+    })
 }
 
 /// The agent's artifact in the door's wire type: both are A2A 1.0's shape.

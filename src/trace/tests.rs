@@ -87,12 +87,77 @@ fn every_event() -> Vec<Event> {
         Event::FormationEnded {
             formation_id: "frm_0199c4e2f1b7712a9d3e4f5061728394".into(),
         },
+        Event::ModelRequest {
+            task_id: "t1".into(),
+            attempt: 2,
+            result: AttemptResult::Answered,
+            status: Some(200),
+            error: Some("429 Too Many Requests before".into()),
+            elapsed_ms: 12,
+            retry_in_ms: Some(500),
+            usage: Some(Usage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+                total_tokens: 15,
+            }),
+        },
         Event::SessionEnd {
             exit_status: ExitStatus::Canceled,
             exit_code: 1,
             error_code: Some("E-RUN-040".into()),
+            usage: Some(Usage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+                total_tokens: 15,
+            }),
         },
     ]
+}
+
+#[test]
+fn session_end_sums_the_usage_of_every_model_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::create(&dir.path().join(FILE_NAME)).unwrap();
+    let end = || Event::SessionEnd {
+        exit_status: ExitStatus::Ok,
+        exit_code: 0,
+        error_code: None,
+        usage: None,
+    };
+    let Event::SessionEnd { usage, .. } = writer.write(end()).unwrap().event else {
+        unreachable!()
+    };
+    assert_eq!(usage, None, "no model request, no usage");
+    for (p, c) in [(10, 2), (7, 1)] {
+        let usage = Some(Usage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            total_tokens: p + c,
+        });
+        writer
+            .write(Event::ModelRequest {
+                task_id: "t1".into(),
+                attempt: 1,
+                result: AttemptResult::Answered,
+                status: Some(200),
+                error: None,
+                elapsed_ms: 1,
+                retry_in_ms: None,
+                usage,
+            })
+            .unwrap();
+    }
+    let Event::SessionEnd { usage, .. } = writer.write(end()).unwrap().event else {
+        unreachable!()
+    };
+    assert_eq!(
+        usage,
+        Some(Usage {
+            prompt_tokens: 17,
+            completion_tokens: 3,
+            total_tokens: 20
+        })
+    );
 }
 
 #[test]
@@ -126,6 +191,7 @@ fn field_names_are_the_documented_ones() {
         exit_status: ExitStatus::FormationEnded,
         exit_code: 0,
         error_code: None,
+        usage: None,
     })
     .unwrap();
     assert_eq!(
@@ -312,6 +378,7 @@ fn append_goes_on_numbering_after_the_last_record() {
             exit_status: ExitStatus::Ok,
             exit_code: 0,
             error_code: None,
+            usage: None,
         })
         .unwrap();
     assert_eq!(r.seq, 4);
@@ -430,7 +497,11 @@ fn every_record_renders_on_one_line() {
     );
     assert_eq!(
         lines[11],
-        "14:40:54.123 #12   session_end       canceled exit 1 E-RUN-040"
+        "14:40:54.123 #12   model_request     t1 try 2 answered 200 in 12 ms, again in 500 ms, 15 tokens: 429 Too Many Requests before"
+    );
+    assert_eq!(
+        lines[12],
+        "14:40:54.123 #13   session_end       canceled exit 1 E-RUN-040, 15 tokens"
     );
     assert_eq!(
         lines[8],

@@ -20,6 +20,7 @@ mod human_output;
 mod launch;
 mod lock_cli;
 mod manifest;
+mod models;
 mod new;
 mod pipe;
 mod run_formation;

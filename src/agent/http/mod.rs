@@ -1,0 +1,496 @@
+//! `transport: http`: an OpenAI-compatible chat completions server (ollama,
+//! llama.cpp, vLLM, OpenAI, over http or https). One turn is one
+//! `POST <base_url>/chat/completions` with the whole conversation, tried again on
+//! 429, 500, 502, 503, 504 and a dropped connection; the model's tool calls come back
+//! as `tool_calls`. docs/agent.md says what each fault does.
+
+mod retry;
+mod tls;
+mod wire;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::{BoxFuture, Conversation, HttpConfig, Progress, Reply, Transport};
+use crate::catalogue::{E_AGT_001, E_AGT_002};
+use crate::diag::Diagnostic;
+use crate::trace::{AttemptResult, Event, TraceWriter, Usage};
+
+pub use retry::{BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP, RETRY_STATUSES, backoff, retry_after};
+pub use tls::{CONNECT_TIMEOUT, SSL_CERT_FILE};
+pub use wire::{Stream, body, parse_completion};
+
+/// The http transport.
+pub struct HttpTransport {
+    client: reqwest::Client,
+    url: String,
+    config: HttpConfig,
+    /// The key itself, read from `api_key_env` at start; never logged or traced.
+    api_key: Option<String>,
+    /// Where each try goes as a `model_request` record.
+    trace: Option<Arc<TraceWriter>>,
+    /// Where streamed text goes as it arrives.
+    progress: Option<Progress>,
+}
+
+/// One try that did not answer.
+struct Failure {
+    status: Option<u16>,
+    message: String,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn new(message: String) -> Self {
+        Failure {
+            status: None,
+            message,
+            retryable: false,
+            retry_after: None,
+        }
+    }
+}
+
+/// One try that answered: the reply, the server's usage, the status.
+type Answered = (Reply, Option<Usage>, u16);
+
+impl HttpTransport {
+    /// Reads the key and loads the CA certificates. Refuses a `driver` (E-AGT-002), an
+    /// `api_key_env` that is unset or empty (E-AGT-001), CA files that do not load
+    /// (E-AGT-003).
+    pub fn new(config: &HttpConfig) -> Result<Self, Diagnostic> {
+        if let Some(driver) = &config.driver {
+            return Err(Diagnostic::new(
+                E_AGT_002,
+                format!(
+                    "agent.driver names {driver}: this build of mur cannot load driver components"
+                ),
+            ));
+        }
+        let api_key = match &config.api_key_env {
+            Some(name) => match std::env::var(name) {
+                Ok(key) if !key.is_empty() => Some(key),
+                Ok(_) => {
+                    return Err(Diagnostic::new(
+                        E_AGT_001,
+                        format!("agent.api_key_env names {name}, which is empty"),
+                    ));
+                }
+                Err(_) => {
+                    return Err(Diagnostic::new(
+                        E_AGT_001,
+                        format!("agent.api_key_env names {name}, which is not set"),
+                    ));
+                }
+            },
+            None => None,
+        };
+        Ok(HttpTransport {
+            client: tls::client(config.ca_file.as_deref(), config.timeout)?,
+            url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            config: config.clone(),
+            api_key,
+            trace: None,
+            progress: None,
+        })
+    }
+
+    /// The request body for a conversation.
+    pub fn body(&self, c: &Conversation) -> Value {
+        wire::body(&self.config, c)
+    }
+
+    /// One turn: tries until one answers, a fault is not worth another try, or
+    /// `agent.max_retries` more tries have failed. Each try is a `model_request`.
+    async fn exchange(&self, c: &Conversation) -> Result<Reply, String> {
+        let body = self.body(c);
+        if crate::trace::holds_token(&body.to_string()) {
+            return Err("refused to send the conversation: it holds a formation token".into());
+        }
+        let mut attempt = 1;
+        loop {
+            let started = Instant::now();
+            let tried = self.try_once(&body).await;
+            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let failure = match tried {
+                Ok((reply, usage, status)) => {
+                    self.record(Event::ModelRequest {
+                        task_id: c.task_id.clone(),
+                        attempt,
+                        result: AttemptResult::Answered,
+                        status: Some(status),
+                        error: None,
+                        elapsed_ms,
+                        retry_in_ms: None,
+                        usage,
+                    });
+                    return Ok(reply);
+                }
+                Err(f) => f,
+            };
+            let wait = match failure.retry_after {
+                _ if !failure.retryable || attempt > self.config.max_retries => None,
+                Some(asked) if asked > RETRY_AFTER_CAP => None,
+                Some(asked) => Some(asked),
+                None => Some(backoff(attempt)),
+            };
+            let result = if wait.is_some() {
+                AttemptResult::Retrying
+            } else {
+                AttemptResult::Failed
+            };
+            self.record(Event::ModelRequest {
+                task_id: c.task_id.clone(),
+                attempt,
+                result,
+                status: failure.status,
+                error: Some(failure.message.clone()),
+                elapsed_ms,
+                retry_in_ms: wait.map(|w| w.as_millis() as u64),
+                usage: None,
+            });
+            let Some(wait) = wait else {
+                return Err(self.give_up(&failure, attempt));
+            };
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    /// The turn's error after its last try.
+    fn give_up(&self, failure: &Failure, attempt: u32) -> String {
+        let mut message = failure.message.clone();
+        if let Some(asked) = failure.retry_after.filter(|a| *a > RETRY_AFTER_CAP) {
+            message.push_str(&format!(
+                "; it asked to be tried again in {}, longer than mur waits ({})",
+                humantime::format_duration(asked),
+                humantime::format_duration(RETRY_AFTER_CAP)
+            ));
+        } else if failure.retryable {
+            message.push_str(&format!(
+                " (after {attempt} tries; agent.max_retries is {})",
+                self.config.max_retries
+            ));
+        }
+        message
+    }
+
+    /// One request, bounded by `agent.timeout`: the whole exchange for a plain
+    /// answer; for a stream, the wait for its headers and for each event.
+    async fn try_once(&self, body: &Value) -> Result<Answered, Failure> {
+        let limit = self.config.timeout;
+        let deadline = Instant::now() + limit;
+        let stalled = || {
+            Failure::new(format!(
+                "{} gave no answer within {} (agent.timeout)",
+                self.url,
+                humantime::format_duration(limit)
+            ))
+        };
+        let mut request = self.client.post(&self.url).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = tokio::time::timeout_at(deadline, request.send())
+            .await
+            .map_err(|_| stalled())?
+            .map_err(|e| self.fault(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| retry_after(v, SystemTime::now()));
+            let text = tokio::time::timeout_at(deadline, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let shown: String = text.chars().take(300).collect();
+            return Err(Failure {
+                status: Some(status.as_u16()),
+                message: format!("{} answered {status}: {shown}", self.url),
+                retryable: RETRY_STATUSES.contains(&status.as_u16()),
+                retry_after,
+            });
+        }
+        let is_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let (reply, usage) = if is_stream {
+            self.read_stream(response, limit).await?
+        } else {
+            let text = tokio::time::timeout_at(deadline, response.text())
+                .await
+                .map_err(|_| stalled())?
+                .map_err(|e| self.fault(&e))?;
+            let value: Value = serde_json::from_str(&text).map_err(|e| {
+                Failure::new(format!(
+                    "{} answered with something not JSON: {e}",
+                    self.url
+                ))
+            })?;
+            parse_completion(&value).map_err(|why| Failure::new(format!("{}: {why}", self.url)))?
+        };
+        Ok((reply, usage, status.as_u16()))
+    }
+
+    /// A streamed answer: each event must come within `limit` of the one before.
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        limit: Duration,
+    ) -> Result<(Reply, Option<Usage>), Failure> {
+        use eventsource_stream::Eventsource;
+        let mut events = response.bytes_stream().eventsource();
+        let mut stream = Stream::default();
+        let mut shown = false;
+        let read = self
+            .read_events(&mut events, &mut stream, &mut shown, limit)
+            .await;
+        if shown && let Some(progress) = &self.progress {
+            progress("", true);
+        }
+        read?;
+        Ok(stream.finish())
+    }
+
+    /// Reads events into `stream` until `[DONE]` or the end; each piece of text goes to
+    /// the progress sink (`shown` once one has).
+    async fn read_events(
+        &self,
+        events: &mut (
+                 impl futures_util::Stream<
+            Item = Result<
+                eventsource_stream::Event,
+                eventsource_stream::EventStreamError<reqwest::Error>,
+            >,
+        > + Unpin
+             ),
+        stream: &mut Stream,
+        shown: &mut bool,
+        limit: Duration,
+    ) -> Result<(), Failure> {
+        while !stream.is_done() {
+            let next = tokio::time::timeout(limit, events.next())
+                .await
+                .map_err(|_| {
+                    Failure::new(format!(
+                        "{} stopped streaming: no event within {} (agent.timeout)",
+                        self.url,
+                        humantime::format_duration(limit)
+                    ))
+                })?;
+            match next {
+                Some(Ok(event)) => {
+                    let added = stream
+                        .push(&event.data)
+                        .map_err(|why| Failure::new(format!("{} {why}", self.url)))?;
+                    if !added.is_empty()
+                        && let Some(progress) = &self.progress
+                    {
+                        progress(&added, false);
+                        *shown = true;
+                    }
+                }
+                Some(Err(eventsource_stream::EventStreamError::Transport(e))) => {
+                    return Err(self.fault(&e));
+                }
+                Some(Err(e)) => {
+                    return Err(Failure::new(format!("{} streamed badly: {e}", self.url)));
+                }
+                // Some servers end the stream without `[DONE]`.
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn fault(&self, e: &reqwest::Error) -> Failure {
+        let fault = tls::fault(e);
+        Failure {
+            status: None,
+            retryable: fault.is_retryable(),
+            message: format!("{}: {fault}", self.url),
+            retry_after: None,
+        }
+    }
+
+    /// A `model_request` record; a trace that refuses it never stops the turn.
+    fn record(&self, event: Event) {
+        if let Some(trace) = &self.trace
+            && let Err(e) = trace.write(event)
+        {
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+impl Transport for HttpTransport {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    fn turn<'a>(&'a mut self, c: &'a Conversation) -> BoxFuture<'a, Result<Reply, String>> {
+        Box::pin(self.exchange(c))
+    }
+
+    fn set_trace(&mut self, trace: Arc<TraceWriter>) {
+        // No record may hold the key, whoever writes it.
+        if let Some(key) = &self.api_key {
+            trace.forbid(key);
+        }
+        self.trace = Some(trace);
+    }
+
+    fn set_progress(&mut self, progress: Progress) {
+        self.progress = Some(progress);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+    use axum::routing::post;
+    use tokio_util::sync::CancellationToken;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::{Agent, AgentSpec, Message, Outcome, Tool, ToolCall, ToolOutput};
+
+    struct Echo;
+    impl Tool for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+        fn description(&self) -> &str {
+            "Echoes."
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object", "properties": {"say": {"type": "string"}}})
+        }
+        fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolOutput> {
+            Box::pin(async move { ToolOutput::ok(format!("echo {}", call.arguments["say"])) })
+        }
+    }
+
+    #[derive(Default)]
+    struct Seen {
+        bodies: Vec<Value>,
+        auth: Vec<Option<String>>,
+    }
+
+    /// A chat completions server on 127.0.0.1: first asks for `echo`, then answers.
+    async fn server() -> (String, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let app = axum::Router::new()
+            .route(
+                "/v1/chat/completions",
+                post(
+                    |State(seen): State<Arc<Mutex<Seen>>>,
+                     headers: HeaderMap,
+                     axum::Json(body): axum::Json<Value>| async move {
+                        let mut s = seen.lock().unwrap();
+                        s.auth.push(
+                            headers
+                                .get("authorization")
+                                .map(|v| v.to_str().unwrap().to_string()),
+                        );
+                        s.bodies.push(body);
+                        let message = if s.bodies.len() == 1 {
+                            json!({"role": "assistant", "content": null, "tool_calls": [
+                                {"id": "call_a", "type": "function",
+                                 "function": {"name": "echo", "arguments": "{\"say\":\"hi\"}"}}]})
+                        } else {
+                            json!({"role": "assistant", "content": "all done"})
+                        };
+                        axum::Json(json!({"choices": [{"index": 0, "message": message}]}))
+                    },
+                ),
+            )
+            .with_state(seen.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (format!("http://{addr}/v1"), seen)
+    }
+
+    #[tokio::test]
+    async fn a_real_server_drives_a_tool_call_then_answers() {
+        let (base, seen) = server().await;
+        let mut transport = HttpTransport::new(&HttpConfig::new(&base, "llama3")).unwrap();
+        // As if read from agent.api_key_env (setting a variable here would race
+        // other tests' reads).
+        transport.api_key = Some("sk-test".into());
+        let mut agent = Agent::new(AgentSpec {
+            task_id: "t".into(),
+            system: "[Capsule]\nname: x".into(),
+            max_turns: 4,
+            tools: vec![Arc::new(Echo)],
+            transport: Box::new(transport),
+            trace: None,
+        });
+        let outcome = agent.send("say hi", &CancellationToken::new()).await;
+        assert_eq!(
+            outcome,
+            Outcome::Completed {
+                message: Some("all done".into()),
+                artifacts: vec![]
+            }
+        );
+        let s = seen.lock().unwrap();
+        assert_eq!(
+            s.auth,
+            [Some("Bearer sk-test".into()), Some("Bearer sk-test".into())]
+        );
+        let first = &s.bodies[0];
+        assert_eq!(first["model"], "llama3");
+        assert_eq!(
+            first["messages"][0],
+            json!({"role": "system", "content": "[Capsule]\nname: x"})
+        );
+        assert_eq!(first["tools"][0]["function"]["name"], "echo");
+        let second = &s.bodies[1]["messages"];
+        assert_eq!(second[2]["tool_calls"][0]["id"], "call_a");
+        assert_eq!(
+            second[2]["tool_calls"][0]["function"]["arguments"],
+            "{\"say\":\"hi\"}"
+        );
+        assert_eq!(
+            second[3],
+            json!({"role": "tool", "tool_call_id": "call_a", "content": "echo \"hi\""})
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_or_failing_server_fails_the_task() {
+        // A port that was just free: nothing listens on it.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut config = HttpConfig::new(&format!("http://127.0.0.1:{port}/v1"), "m");
+        config.max_retries = 0;
+        let mut t = HttpTransport::new(&config).unwrap();
+        let c = Conversation {
+            task_id: "t".into(),
+            system: String::new(),
+            tools: vec![],
+            messages: vec![Message::User { text: "x".into() }],
+        };
+        let err = t.turn(&c).await.unwrap_err();
+        assert!(err.contains("cannot connect"), "{err}");
+    }
+}
