@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::capsule::{self, Capsule};
 use super::ends::{self, Cause, Signals};
-use super::formation::{self, Member, Membership};
+use super::formation::{self, Membership, Place};
 use super::output::{BOOTSTRAP_LOG, Output};
 use super::resume::{self, Resumed};
 use super::task::{self, TaskEnv};
@@ -79,12 +79,12 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         None => None,
     };
     let warn_out = out.clone();
-    let membership =
+    let place =
         formation::read(resumed.is_some(), &move |d| warn_out.diag(&d.to_string())).await?;
-    let (member, unbound_formation) = match membership {
-        Membership::None => (None, None),
-        Membership::Unbound { formation_id } => (None, Some(formation_id)),
-        Membership::Member(m) => (Some(m), None),
+    let (member, unbound_formation) = match place {
+        Place::None => (None, None),
+        Place::Unbound { formation_id } => (None, Some(formation_id)),
+        Place::Member(m) => (Some(m), None),
     };
     if member.as_ref().is_some_and(|m| m.lifeline.is_some()) {
         signals.ignore_interrupt();
@@ -105,10 +105,12 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         (None, Some(m)) => m.workdir.clone(),
         (None, None) => cwd.clone(),
     };
-    if let Some(m) = &member
-        && let Some(w) = formation::out_of_reach(m, &capsule.manifest.capabilities.network.allow)
-    {
-        out.diag(&w.to_string());
+    if let Some(m) = &member {
+        m.peers
+            .set_allow(capsule.manifest.capabilities.network.allow.clone());
+        if let Some(w) = m.peers.network_warning(&m.name) {
+            out.diag(&w.to_string());
+        }
     }
     if let Some(w) = capsule.components_not_run() {
         out.diag(&w.to_string());
@@ -154,7 +156,7 @@ struct Stage<'a> {
     out: Arc<Output>,
     capsule: Capsule,
     workdir: PathBuf,
-    member: Option<Box<Member>>,
+    member: Option<Box<Membership>>,
     /// W-RUN-007: the formation id of a member started by hand (its running record
     /// names it, so `mur stop <frm_id>` reaches it; nothing else does).
     unbound_formation: Option<String>,
@@ -248,11 +250,7 @@ impl Stage<'_> {
             flusher,
             max_turns: self.capsule.manifest.inference.max_turns,
             out: self.out.clone(),
-            peers: self.member.as_ref().map(|m| {
-                m.peers
-                    .set_allow(self.capsule.manifest.capabilities.network.allow.clone());
-                m.peers.clone()
-            }),
+            peers: self.member.as_ref().map(|m| m.peers.clone()),
             deadline: self.deadline.map(instant_of),
         });
         self.announce(&session_id, &door, formation_id.clone());
@@ -314,7 +312,7 @@ impl Stage<'_> {
         }
         let info = StartInfo {
             sha256: self.capsule.sha256(),
-            callees: self.member.as_ref().map(|m| m.callees()),
+            callees: self.member.as_ref().map(|m| m.peers.callees().to_vec()),
         };
         let started = records::start(&paths::records_root(), &self.workdir, &identity, &info)?;
         Ok((started.records, started.trace, started.murmur_md))
