@@ -21,9 +21,6 @@ pub const CHANNEL_FD: i32 = 4;
 pub const FORMATION_ID_ENV: &str = "MURMUR_FORMATION_ID";
 /// `MURMUR_HOST_WARNINGS_REPORTED`
 pub const HOST_WARNINGS_ENV: &str = "MURMUR_HOST_WARNINGS_REPORTED";
-/// The documented test setting that replaces the program started for every member
-/// (docs/testing.md). Off unless set.
-pub const TEST_PROGRAM_ENV: &str = "MUR_TEST_MEMBER_PROGRAM";
 
 /// What the launcher needs to start one member.
 #[derive(Debug, Clone)]
@@ -51,8 +48,7 @@ pub struct Started {
 
 /// The program members are started from: this `mur`, unless the test setting names another.
 pub fn program() -> PathBuf {
-    std::env::var_os(TEST_PROGRAM_ENV)
-        .map(PathBuf::from)
+    crate::testing::member_program()
         .or_else(|| std::env::current_exe().ok())
         .unwrap_or_else(|| PathBuf::from("mur"))
 }

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::capsule::{self, Capsule};
-use super::ends::{self, Cause, Signals};
+use super::ends::{self, Cause};
 use super::formation::{self, Membership, Place};
 use super::output::{BOOTSTRAP_LOG, Output};
 use super::resume::{self, Resumed};
@@ -26,6 +26,7 @@ use crate::readiness::ReadinessLine;
 use crate::records::{self, Identity, Records, StartInfo};
 use crate::running::{self, RunningDir, RunningRecord};
 use crate::trace::{self, Event, ExitStatus, TaskState, TraceWriter};
+use crate::signals::{Signal, Signals};
 use crate::{paths, timing};
 
 /// The lifecycle in force: the manifest's, with the flags laid over it.
@@ -71,7 +72,7 @@ impl Lifecycle {
 pub async fn session(args: &RunArgs) -> Result<i32> {
     // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
     // must wind the session down, never kill it with the default action.
-    let mut signals = Signals::new();
+    let mut signals = Signals::new(&ends::SIGNALS);
     let out = Arc::new(Output::new());
     let task_text = args.task_text()?;
     let resumed = match &args.resume {
@@ -87,7 +88,7 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         Place::Member(m) => (Some(m), None),
     };
     if member.as_ref().is_some_and(|m| m.lifeline.is_some()) {
-        signals.ignore_interrupt();
+        signals.stop_watching(Signal::SIGINT);
     }
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
@@ -274,7 +275,10 @@ impl Stage<'_> {
                 on_stop,
                 task_text: self.task_text.take(),
                 print_result: !self.args.json,
-                signals: self.signals.take().unwrap_or_default(),
+                signals: self
+                    .signals
+                    .take()
+                    .unwrap_or_else(|| Signals::new(&ends::SIGNALS)),
             })
             .await;
         Ok(code)
