@@ -400,7 +400,9 @@ mod tests {
     #[test]
     fn an_empty_allow_list_reaches_nothing_and_no_callees_warn_of_nothing() {
         assert!(!reaches(&[], &Url::parse(DOOR).unwrap()));
-        let w = one_callee(&[]).network_warning("planner").expect("W-RUN-008");
+        let w = one_callee(&[])
+            .network_warning("planner")
+            .expect("W-RUN-008");
         assert_eq!(w.code, W_RUN_008);
         assert!(
             w.message.contains("`planner` may call coder") && w.message.contains("(empty)"),

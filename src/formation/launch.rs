@@ -143,14 +143,14 @@ struct Launch<'a> {
 /// A launch that stops before its entry member ends: the line to print, if any, and
 /// the launcher's exit status. Every member started so far is then stopped.
 struct Halt {
-    line: Option<Diagnostic>,
+    line: Option<String>,
     status: i32,
 }
 
 impl Halt {
     fn with(line: Diagnostic) -> Halt {
         Halt {
-            line: Some(line),
+            line: Some(line.to_string()),
             status: 1,
         }
     }
@@ -286,7 +286,7 @@ impl Launch<'_> {
             self.started
                 .extend(ready.into_iter().flatten().map(|(s, _)| s));
             return Err(Halt {
-                line: failure,
+                line: failure.map(|d| d.to_string()),
                 status: interrupted.map_or(1, crate::signals::exit_code),
             });
         }
@@ -343,9 +343,9 @@ impl Launch<'_> {
             &self.cwd,
         )
         .map_err(|e| Halt {
-            line: Some(Diagnostic::new(
-                E_RUN_045,
-                format!("the entry member `{}` could not start: {e}", entry.name),
+            line: Some(format!(
+                "[mur run] error: the entry member `{}` could not start: {e}",
+                entry.name
             )),
             status: 1,
         })

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::call_member::Peers;
 use crate::catalogue::{E_RUN_046, W_RUN_007};
 use crate::channel::{self, ChannelError, Claims};
-use crate::call_member::Peers;
 use crate::credential::VerifyKey;
 use crate::diag::{Diagnostic, Result};
 use crate::formation::{self, member::FORMATION_ID_ENV};

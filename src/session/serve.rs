@@ -25,8 +25,8 @@ use crate::manifest::{self, Transport};
 use crate::readiness::ReadinessLine;
 use crate::records::{self, Identity, Records, StartInfo};
 use crate::running::{self, RunningDir, RunningRecord};
-use crate::trace::{self, Event, ExitStatus, TaskState, TraceWriter};
 use crate::signals::{Signal, Signals};
+use crate::trace::{self, Event, ExitStatus, TaskState, TraceWriter};
 use crate::{paths, timing};
 
 /// The lifecycle in force: the manifest's, with the flags laid over it.
@@ -80,8 +80,7 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         None => None,
     };
     let warn_out = out.clone();
-    let place =
-        formation::read(resumed.is_some(), &move |d| warn_out.diag(&d.to_string())).await?;
+    let place = formation::read(resumed.is_some(), &move |d| warn_out.diag(&d.to_string())).await?;
     let (member, unbound_formation) = match place {
         Place::None => (None, None),
         Place::Unbound { formation_id } => (None, Some(formation_id)),
