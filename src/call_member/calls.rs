@@ -103,13 +103,10 @@ impl Calls {
         if self.ended.is_cancelled() {
             return ToolOutput::error("the calling task has ended; the call was not made");
         }
-        let url = match peers.door(member).await {
+        let url = match peers.reach(member).await {
             Ok(u) => u,
             Err(e) => return ToolOutput::error(e.to_string()),
         };
-        if let Err(e) = peers.check_reach(member, &url) {
-            return ToolOutput::error(e.to_string());
-        }
         let Some(door) = self.client(member, url.clone()) else {
             return ToolOutput::error(peers.not_callable(member).to_string());
         };

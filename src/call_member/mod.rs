@@ -3,12 +3,13 @@
 //! "How reachability is enforced"; the decisions are in docs/call-member.md.
 //!
 //! ```text
-//! session ── Peers::new(tokens, allow) ── add_doors / follow(channel reader)
+//! session ── Peers::new(tokens, allow) ── follow(channel reader) ── set_allow / network_warning
 //!    per task: Calls::new(task_id, peers, trace, trust, config)
 //!              CallMember::new(calls) ──> agent tool `call-member`
 //!              Agent::new(..).with_turn_end(calls)      (waits for the answers)
 //! call ─ SendMessage(returnImmediately) at the callee's door ─┬─ taken ─ SubscribeToTask ─ answer
 //!                                                            └─ -32050 busy ─ offered again
+//! component host ── Peers::peers_env() / Peers::route(url, headers, trust)
 //! ```
 
 mod calls;
@@ -25,7 +26,7 @@ use crate::agent::{self, BoxFuture, Tool, ToolCall, ToolOutput};
 
 pub use calls::{Calls, CallsSpec};
 pub use fence::Answer;
-pub use peers::{PEERS_ENV, Peers, VIRTUAL_DOMAIN, peers_env, reaches};
+pub use peers::{PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, reaches};
 
 pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 

@@ -1,7 +1,9 @@
-//! The runtime's view of the members this one may call: a token per callee (the
-//! formation channel's first line), a door URL per callee (its later `doors` lines),
-//! the member's `capabilities.network.allow`, and the virtual addresses
-//! `<member>.formation.invalid` its components use.
+//! The member side of a formation: the one owner of the members this one may call.
+//! A token per callee (the formation channel's first line), a door URL per callee (its
+//! later `doors` lines), the member's `capabilities.network.allow` and the one reach
+//! rule over it (W-RUN-008 at launch and every call), `MURMUR_FORMATION_PEERS`, and
+//! the routing of the virtual addresses `<member>.formation.invalid` its components
+//! use. The session, call-member and the component host all go through it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -23,6 +25,22 @@ use crate::timing;
 pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
 /// Every virtual address is under this name; `.invalid` never resolves (RFC 2606).
 pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
+/// Every door listens here, at a port chosen at launch.
+const DOOR_HOST: &str = "127.0.0.1";
+/// Below the door's 10 s keep-alive (docs/door.md), so a pooled connection is
+/// dropped here before the door closes it under a request.
+const POOL_IDLE: Duration = Duration::from_secs(5);
+
+/// Where a component's request goes, as [`Peers::route`] decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Routed {
+    /// Not a virtual address: not the formation's to route. The host sends it as it
+    /// is, under its own `capabilities.network.allow` check ([`reaches`]).
+    Direct,
+    /// A callee's door: send the request to `url`. The headers now hold the callee's
+    /// token and the trust stamp, and nothing the component set in their place.
+    Peer { member: String, url: Url },
+}
 
 /// A member's callees. Holds tokens: its `Debug` names the callees only.
 pub struct Peers {
@@ -48,12 +66,12 @@ impl fmt::Debug for Peers {
 impl Peers {
     /// `tokens`: one per callee, in roster order, as the channel's first line holds
     /// them (`channel::Credentials::tokens`). `allow`: the member's
-    /// `capabilities.network.allow`.
+    /// `capabilities.network.allow` (or empty until [`Peers::set_allow`]).
     pub fn new(tokens: Vec<(String, FormationToken)>, allow: Vec<String>) -> Peers {
         let client = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(Duration::from_secs(10))
-            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_idle_timeout(POOL_IDLE)
             .build()
             .unwrap_or_default();
         Peers {
@@ -152,10 +170,12 @@ impl Peers {
         }
     }
 
-    /// Checks the real door URL against `capabilities.network.allow`.
-    pub fn check_reach(&self, member: &str, door: &Url) -> Result<(), CallError> {
-        if reaches(&self.allow(), door) {
-            Ok(())
+    /// What every call goes through: the one refusal for a non-callee, then the door
+    /// URL (waited for), then the reach rule over `capabilities.network.allow`.
+    pub async fn reach(&self, member: &str) -> Result<Url, CallError> {
+        let door = self.door(member).await?;
+        if reaches(&self.allow(), &door) {
+            Ok(door)
         } else {
             Err(CallError::OutOfReach {
                 member: member.to_string(),
@@ -164,23 +184,18 @@ impl Peers {
         }
     }
 
-    /// W-RUN-008 at launch: the member may call others, but no entry of its
-    /// `capabilities.network.allow` reaches a door on loopback. A port-less
-    /// `localhost` (or `127.0.0.1`, `[::1]`) does; an entry with a port does only
-    /// when a door already known is at that port (doors take a port chosen at launch).
+    /// W-RUN-008 at launch: the member may call others, but the reach rule lets no
+    /// call through. A door not yet known is at 127.0.0.1 on a port chosen at launch,
+    /// so only a port-less entry is sure to reach it.
     pub fn network_warning(&self, member: &str) -> Option<Diagnostic> {
         if self.callees.is_empty() {
             return None;
         }
-        let known: Vec<Url> = self.doors.borrow().values().cloned().collect();
+        let known = self.doors.borrow().clone();
         let allow = self.allow().clone();
-        let reach = allow.iter().any(|entry| {
-            let (host, port) = split_host_port(entry);
-            is_loopback(host)
-                && match port {
-                    None => true,
-                    Some(p) => known.iter().any(|u| u.port_or_known_default() == Some(p)),
-                }
+        let reach = self.callees.iter().any(|c| match known.get(c) {
+            Some(door) => reaches(&allow, door),
+            None => reaches_host(&allow, DOOR_HOST, None),
         });
         (!reach).then(|| {
             Diagnostic::new(
@@ -200,51 +215,54 @@ impl Peers {
     }
 
     /// `MURMUR_FORMATION_PEERS`'s value for the member's components: each callee at
-    /// its virtual address, in roster order; `None` when it may call nobody (the
-    /// variable is then not set at all, never set empty).
+    /// its virtual address, in roster order, space separated; `None` when it may call
+    /// nobody (the variable is then not set at all, never set empty).
     pub fn peers_env(&self) -> Option<String> {
-        peers_env(&self.callees)
+        if self.callees.is_empty() {
+            return None;
+        }
+        Some(
+            self.callees
+                .iter()
+                .map(|c| format!("{c}=http://{c}.{VIRTUAL_DOMAIN}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
     }
 
-    /// Routes a component's request. `Ok(None)`: `url` is not a virtual address, send
-    /// it as it is. `Ok(Some(real))`: send it to `real` instead; `headers` then hold
-    /// the callee's token and the trust stamp, and nothing the component set in their
-    /// place. A name under `formation.invalid` that is not a callee is refused with
-    /// one refusal, before any connection. `allow` is the sending component's
-    /// `capabilities.network.allow` (per-artifact narrowing applied by the caller).
+    /// Routes a component's request. [`Routed::Direct`]: `url` is not under
+    /// `formation.invalid`. For `http://<callee>.formation.invalid/<path>?<query>`:
+    /// waits for the door URL, checks the real URL against
+    /// `capabilities.network.allow`, removes any `Authorization`,
+    /// `x-murmur-task-origin` and `x-murmur-task-trust` the component set, attaches
+    /// the callee's token and `trust`, and returns the real URL. Any other name under
+    /// `formation.invalid` (a member it may not call, no member, the bare domain, an
+    /// https URL, an explicit port) gets the one refusal, before any connection.
     pub async fn route(
         &self,
         url: &str,
         headers: &mut HeaderMap,
-        allow: &[String],
         trust: Trust,
-    ) -> Result<Option<Url>, CallError> {
+    ) -> Result<Routed, CallError> {
         let Ok(parsed) = Url::parse(url) else {
-            return Ok(None);
+            return Ok(Routed::Direct);
         };
         let Some(host) = parsed.host_str().map(str::to_ascii_lowercase) else {
-            return Ok(None);
+            return Ok(Routed::Direct);
         };
         let member = if host == VIRTUAL_DOMAIN {
             ""
         } else if let Some(m) = host.strip_suffix(&format!(".{VIRTUAL_DOMAIN}")) {
             m
         } else {
-            return Ok(None);
+            return Ok(Routed::Direct);
         };
         if parsed.scheme() != "http" || parsed.port().is_some() || !self.may_call(member) {
             return Err(self.not_callable(&host));
         }
-        let door = self.door(member).await?;
-        let mut real = door.clone();
+        let mut real = self.reach(member).await?;
         real.set_path(parsed.path());
         real.set_query(parsed.query());
-        if !reaches(allow, &real) {
-            return Err(CallError::OutOfReach {
-                member: member.to_string(),
-                door: door.to_string(),
-            });
-        }
         headers.remove(AUTHORIZATION);
         headers.remove(ORIGIN_HEADER);
         headers.remove(TRUST_HEADER);
@@ -257,31 +275,26 @@ impl Peers {
         headers.insert(AUTHORIZATION, auth);
         headers.insert(ORIGIN_HEADER, HeaderValue::from_static(super::ORIGIN_PEER));
         headers.insert(TRUST_HEADER, HeaderValue::from_static(trust.as_str()));
-        Ok(Some(real))
+        Ok(Routed::Peer {
+            member: member.to_string(),
+            url: real,
+        })
     }
 }
 
-/// `MURMUR_FORMATION_PEERS`'s value for these callees (roster order); `None` for none.
-pub fn peers_env(callees: &[String]) -> Option<String> {
-    if callees.is_empty() {
-        return None;
-    }
-    Some(
-        callees
-            .iter()
-            .map(|c| format!("{c}=http://{c}.{VIRTUAL_DOMAIN}"))
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
-}
-
-/// Whether an allow list (`host`, `*.domain`, `host:port`, `[v6]`) reaches `url`.
-/// `localhost`, `127.0.0.1` and `[::1]` are one host: the loopback doors are on.
+/// The one reach rule: whether an allow list (`host`, `*.domain`, `host:port`,
+/// `[v6]`, any letter case) reaches `url`. `localhost`, `127.0.0.1` and `[::1]` are
+/// one host: the loopback the doors are on.
 pub fn reaches(allow: &[String], url: &Url) -> bool {
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    let port = url.port_or_known_default();
+    match url.host_str() {
+        Some(host) => reaches_host(allow, host, url.port_or_known_default()),
+        None => false,
+    }
+}
+
+/// [`reaches`] for a host whose port may not be known yet (`None`): then only an
+/// entry without a port reaches it.
+fn reaches_host(allow: &[String], host: &str, port: Option<u16>) -> bool {
     allow.iter().any(|entry| {
         let (h, p) = split_host_port(entry);
         let host_ok = if is_loopback(h) || is_loopback(host) {
@@ -326,71 +339,90 @@ fn split_host_port(entry: &str) -> (&str, Option<u16>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
-    fn url(s: &str) -> Url {
-        Url::parse(s).unwrap()
-    }
+    const DOOR: &str = "http://127.0.0.1:40123/";
 
-    #[test]
-    fn allow_lists_reach_loopback_doors_as_localhost() {
-        let door = url("http://127.0.0.1:40123/");
-        let allow = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(reaches(&allow(&["localhost"]), &door));
-        assert!(reaches(&allow(&["127.0.0.1"]), &door));
-        assert!(reaches(&allow(&["localhost:40123"]), &door));
-        assert!(!reaches(&allow(&["localhost:8080"]), &door));
-        assert!(!reaches(
-            &allow(&["api.example.com", "*.example.com"]),
-            &door
-        ));
-        assert!(!reaches(&allow(&[]), &door));
-        assert!(reaches(
-            &allow(&["*.example.com"]),
-            &url("http://a.example.com/")
-        ));
-        assert!(!reaches(
-            &allow(&["*.example.com"]),
-            &url("http://example.com/")
-        ));
-    }
-
-    #[test]
-    fn peers_env_names_each_callee_in_roster_order() {
-        assert_eq!(peers_env(&[]), None);
-        assert_eq!(
-            peers_env(&["coder".into(), "reviewer".into()]).as_deref(),
-            Some("coder=http://coder.formation.invalid reviewer=http://reviewer.formation.invalid")
-        );
-    }
-
-    #[test]
-    fn network_warning_only_without_a_loopback_grant() {
+    fn one_callee(allow: &[&str]) -> Peers {
         let tokens = vec![(
             "coder".to_string(),
             FormationToken::from_secret("mft1.x.y".into()),
         )];
-        let w =
-            Peers::new(tokens.clone(), vec!["api.example.com".into()]).network_warning("planner");
-        let w = w.expect("W-RUN-008");
+        Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect())
+    }
+
+    // W-RUN-008 and the call path are one rule: for each entry, a call to a door at
+    // 127.0.0.1:40123 gets through exactly when no W-RUN-008 was given for it (door
+    // known), and before the door is known only a port-less loopback entry passes.
+    #[rstest]
+    #[case::localhost("localhost", true, true)]
+    #[case::ipv4_loopback("127.0.0.1", true, true)]
+    #[case::ipv6_loopback("[::1]", true, true)]
+    #[case::letter_case("LocalHost", true, true)]
+    #[case::port_of_the_door("localhost:40123", true, false)]
+    #[case::loopback_port_of_the_door("127.0.0.1:40123", true, false)]
+    #[case::other_port("localhost:8080", false, false)]
+    #[case::wildcard("*.example.com", false, false)]
+    #[case::unrelated_host("api.example.com", false, false)]
+    #[tokio::test]
+    async fn warning_and_calls_use_one_reach_rule(
+        #[case] entry: &str,
+        #[case] call_gets_through: bool,
+        #[case] passes_before_doors: bool,
+    ) {
+        let p = one_callee(&[entry]);
+        assert_eq!(
+            p.network_warning("planner").is_none(),
+            passes_before_doors,
+            "before the door is known"
+        );
+        p.add_doors(BTreeMap::from([("coder".into(), DOOR.into())]));
+        let call = p.reach("coder").await;
+        assert_eq!(call.is_ok(), call_gets_through, "{call:?}");
+        assert_eq!(p.network_warning("planner").is_none(), call_gets_through);
+        if !call_gets_through {
+            assert!(matches!(call, Err(CallError::OutOfReach { .. })));
+        }
+    }
+
+    #[rstest]
+    #[case::subdomain("*.example.com", "http://a.example.com/", true)]
+    #[case::subdomain_case("*.Example.COM", "http://A.example.com/", true)]
+    #[case::not_the_domain_itself("*.example.com", "http://example.com/", false)]
+    #[case::host_and_port("api.example.com:8443", "https://api.example.com:8443/", true)]
+    #[case::default_port("api.example.com:443", "https://api.example.com/", true)]
+    #[case::wrong_port("api.example.com:8443", "https://api.example.com/", false)]
+    #[case::loopback_is_not_a_subdomain("*.0.0.1", "http://127.0.0.1/", false)]
+    fn hosts_outside_the_formation(#[case] entry: &str, #[case] url: &str, #[case] ok: bool) {
+        assert_eq!(reaches(&[entry.to_string()], &Url::parse(url).unwrap()), ok);
+    }
+
+    #[test]
+    fn an_empty_allow_list_reaches_nothing_and_no_callees_warn_of_nothing() {
+        assert!(!reaches(&[], &Url::parse(DOOR).unwrap()));
+        let w = one_callee(&[])
+            .network_warning("planner")
+            .expect("W-RUN-008");
         assert_eq!(w.code, W_RUN_008);
         assert!(
-            w.message.contains("`planner` may call coder"),
+            w.message.contains("`planner` may call coder") && w.message.contains("(empty)"),
             "{}",
             w.message
         );
-        assert!(
-            Peers::new(tokens.clone(), vec!["localhost".into()])
-                .network_warning("p")
-                .is_none()
-        );
         assert!(Peers::new(vec![], vec![]).network_warning("p").is_none());
-        // A port-bound entry reaches only a door already known at that port.
-        let p = Peers::new(tokens, vec!["localhost:4000".into()]);
-        assert!(p.network_warning("p").is_some());
-        p.add_doors(BTreeMap::from([(
-            "coder".into(),
-            "http://127.0.0.1:4000/".into(),
-        )]));
-        assert!(p.network_warning("p").is_none());
+    }
+
+    #[test]
+    fn peers_env_names_each_callee_in_roster_order() {
+        assert_eq!(Peers::new(vec![], vec![]).peers_env(), None);
+        let token = || FormationToken::from_secret("mft1.x.y".into());
+        let p = Peers::new(
+            vec![("coder".into(), token()), ("reviewer".into(), token())],
+            vec![],
+        );
+        assert_eq!(
+            p.peers_env().as_deref(),
+            Some("coder=http://coder.formation.invalid reviewer=http://reviewer.formation.invalid")
+        );
     }
 }

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -24,6 +23,7 @@ use crate::formation::member::{self, Spec, Started};
 use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
 use crate::retention::{self, Policy};
+use crate::signals::{Signal, Signals};
 use crate::timing;
 
 /// An admitted roster, reduced to what launching it needs.
@@ -75,12 +75,6 @@ impl Places {
     }
 }
 
-/// Why the formation ended.
-enum End {
-    EntryEnded(Option<std::process::ExitStatus>),
-    Signalled,
-}
-
 /// Launches `plan` and returns the launcher's exit status once every member stopped.
 pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
     let started = Instant::now();
@@ -95,8 +89,20 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         }
     };
     let formation = key.formation_id().to_string();
-    let mut signals = Signals::new();
-    let status = run(plan, options, places, &key, deadline, &mut signals).await;
+    let launch = Launch {
+        plan,
+        options,
+        places,
+        key: &key,
+        deadline,
+        signals: Signals::new(&[Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP]),
+        cwd: std::env::current_dir().unwrap_or_else(|_| plan.project_dir.clone()),
+        peers: plan.members.iter().filter(|m| !m.entry).collect(),
+        workdirs: Vec::new(),
+        started: Vec::new(),
+        doors: Vec::new(),
+    };
+    let status = launch.run().await;
     drop(key);
     let removed = retention::pass(
         &places.retention,
@@ -112,222 +118,316 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
     status
 }
 
-async fn run(
-    plan: &Plan,
-    options: &Options,
-    places: &Places,
-    key: &FormationKey,
+/// One launch, as its steps leave it.
+struct Launch<'a> {
+    plan: &'a Plan,
+    options: &'a Options,
+    places: &'a Places,
+    key: &'a FormationKey,
+    /// The formation's `--deadline`, as an instant and as the moment members are told.
     deadline: Option<(Instant, SystemTime)>,
-    signals: &mut Signals,
-) -> i32 {
-    let formation = key.formation_id();
-    let verify_key = key.verify_key().key_text();
-    let deadline_ms = deadline.map(|(_, at)| unix_ms(at));
-    let cwd = std::env::current_dir().unwrap_or_else(|_| plan.project_dir.clone());
-    let credentials = |m: &PlanMember, workdir: &Path| {
-        Line::Credentials(Credentials {
-            formation: formation.to_string(),
-            member: m.name.clone(),
-            entry: m.entry,
-            verify_key: verify_key.clone(),
-            tokens: m
-                .callees
-                .iter()
-                .map(|to| (to.clone(), key.issue(&m.name, to)))
-                .collect(),
-            project_dir: plan.project_dir.clone(),
-            workdir: workdir.to_path_buf(),
-            artifact_sha256: m.sha256.clone(),
-            deadline_unix_ms: deadline_ms,
-        })
-    };
+    signals: Signals,
+    /// The launcher's folder: every member starts in it.
+    cwd: PathBuf,
+    /// The members other than the entry, in roster order.
+    peers: Vec<&'a PlanMember>,
+    /// Each peer's folder (`make_dirs`), in `peers` order.
+    workdirs: Vec<PathBuf>,
+    /// Every member started and not yet stopped. After `await_doors`, the peers in
+    /// `peers` order.
+    started: Vec<Started>,
+    /// Each peer's door URL (`await_doors`), in `peers` order.
+    doors: Vec<String>,
+}
 
-    // Member directories: the marker first, then every peer's folder, before any start.
-    let peers: Vec<&PlanMember> = plan.members.iter().filter(|m| !m.entry).collect();
-    let mut workdirs = Vec::new();
-    if !peers.is_empty() {
-        let dir = match dirs::create(&places.retention.formations, formation, &plan.project_dir) {
-            Ok(dir) => dir,
-            Err(d) => return refuse(&d),
-        };
+/// A launch that stops before its entry member ends: the line to print, if any, and
+/// the launcher's exit status. Every member started so far is then stopped.
+struct Halt {
+    line: Option<String>,
+    status: i32,
+}
+
+impl Halt {
+    fn with(line: Diagnostic) -> Halt {
+        Halt {
+            line: Some(line.to_string()),
+            status: 1,
+        }
+    }
+}
+
+/// Why the formation ended.
+enum End {
+    EntryEnded(Option<std::process::ExitStatus>),
+    Signalled,
+}
+
+impl Launch<'_> {
+    async fn run(mut self) -> i32 {
+        match self.steps().await {
+            Ok(status) => status,
+            Err(halt) => {
+                if let Some(line) = &halt.line {
+                    stderr_line(line);
+                }
+                stop_all(&mut self.started).await;
+                halt.status
+            }
+        }
+    }
+
+    /// The spec's "Launching a formation", in order.
+    async fn steps(&mut self) -> Result<i32, Halt> {
+        self.make_dirs()?;
+        self.start_peers()?;
+        self.await_doors().await?;
+        self.hand_out_doors();
+        let entry = self.start_entry()?;
+        crate::testing::launcher_balloon();
+        Ok(self.await_end(entry).await)
+    }
+
+    /// The formation directory's marker first, then every peer's folder, before any
+    /// member starts. A formation of the entry member alone has none.
+    fn make_dirs(&mut self) -> Result<(), Halt> {
+        if self.peers.is_empty() {
+            return Ok(());
+        }
+        let formation = self.key.formation_id();
+        let dir = dirs::create(
+            &self.places.retention.formations,
+            formation,
+            &self.plan.project_dir,
+        )
+        .map_err(Halt::with)?;
         if let Some(line) = &dir.marker_warning {
             stderr_line(line);
         }
-        for peer in &peers {
-            match dirs::create_peer(&dir.path, &peer.name) {
-                Ok(path) => workdirs.push(path),
-                Err(d) => return refuse(&d),
-            }
+        for peer in &self.peers {
+            self.workdirs
+                .push(dirs::create_peer(&dir.path, &peer.name).map_err(Halt::with)?);
         }
+        Ok(())
     }
 
-    // Start every peer at once, then wait for each door.
-    let mut started: Vec<Started> = Vec::new();
-    for (peer, workdir) in peers.iter().zip(&workdirs) {
-        let spec = spec_for(peer, Vec::new());
-        match member::start(
-            &places.program,
-            &spec,
-            formation,
-            &[credentials(peer, workdir)],
-            &cwd,
-        ) {
-            Ok(s) => started.push(s),
-            Err(e) => {
-                let d = Diagnostic::new(
-                    E_RUN_045,
-                    format!("peer `{}` could not start: {e}", peer.name),
-                );
-                stderr_line(&d);
-                stop_all(&mut started).await;
-                return 1;
-            }
-        }
-    }
-    let readiness_deadline = |s: &Started| {
-        let own = s.started_at + timing::scaled(timing::READINESS);
-        deadline.map_or(own, |(d, _)| own.min(d))
-    };
-    let cancel = CancellationToken::new();
-    let mut waits = JoinSet::new();
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap_or_default();
-    for (index, mut peer) in started.drain(..).enumerate() {
-        let (formation, cancel, http) = (formation.to_string(), cancel.clone(), http.clone());
-        let until = readiness_deadline(&peer);
-        waits.spawn(async move {
-            let result = wait_ready(&mut peer, &formation, until, &http, &cancel).await;
-            (index, peer, result)
-        });
-    }
-    let mut ready: Vec<Option<(Started, Ready)>> = (0..peers.len()).map(|_| None).collect();
-    let mut failure: Option<Diagnostic> = None;
-    let mut interrupted: Option<i32> = None;
-    let mut pending = Vec::new();
-    while !waits.is_empty() {
-        tokio::select! {
-            joined = waits.join_next() => {
-                let Some(Ok((index, peer, result))) = joined else { continue };
-                match result {
-                    Ok(r) => ready[index] = Some((peer, r)),
-                    Err(why) => {
-                        if failure.is_none() && interrupted.is_none() {
-                            failure = Some(not_ready(&peers[index].name, &why, deadline.is_some_and(|(d, _)| Instant::now() >= d)));
-                            cancel.cancel();
-                        }
-                        pending.push(peer);
-                    }
+    /// Starts every peer at once, each with its credentials on its channel.
+    fn start_peers(&mut self) -> Result<(), Halt> {
+        for (peer, workdir) in self.peers.iter().zip(&self.workdirs) {
+            let spec = spec_for(peer, Vec::new());
+            let lines = [self.credentials(peer, workdir)];
+            match member::start(
+                &self.places.program,
+                &spec,
+                self.key.formation_id(),
+                &lines,
+                &self.cwd,
+            ) {
+                Ok(s) => self.started.push(s),
+                Err(e) => {
+                    return Err(Halt::with(Diagnostic::new(
+                        E_RUN_045,
+                        format!("peer `{}` could not start: {e}", peer.name),
+                    )));
                 }
             }
-            signo = signals.next(), if interrupted.is_none() && failure.is_none() => {
-                interrupted = Some(signo);
-                cancel.cancel();
+        }
+        Ok(())
+    }
+
+    /// Waits for each peer's readiness (its door), all at once. The first peer that
+    /// does not come up, or a signal, stops the wait for all.
+    async fn await_doors(&mut self) -> Result<(), Halt> {
+        let formation = self.key.formation_id();
+        let deadline = self.deadline;
+        let cancel = CancellationToken::new();
+        let mut waits = JoinSet::new();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap_or_default();
+        for (index, mut peer) in self.started.drain(..).enumerate() {
+            let (formation, cancel, http) = (formation.to_string(), cancel.clone(), http.clone());
+            let own = peer.started_at + timing::scaled(timing::READINESS);
+            let until = deadline.map_or(own, |(d, _)| own.min(d));
+            waits.spawn(async move {
+                let result = wait_ready(&mut peer, &formation, until, &http, &cancel).await;
+                (index, peer, result)
+            });
+        }
+        let mut ready: Vec<Option<(Started, Ready)>> =
+            (0..self.peers.len()).map(|_| None).collect();
+        let mut failure: Option<Diagnostic> = None;
+        let mut interrupted: Option<Signal> = None;
+        let mut pending = Vec::new();
+        while !waits.is_empty() {
+            tokio::select! {
+                joined = waits.join_next() => {
+                    let Some(Ok((index, peer, result))) = joined else { continue };
+                    match result {
+                        Ok(r) => ready[index] = Some((peer, r)),
+                        Err(why) => {
+                            if failure.is_none() && interrupted.is_none() {
+                                let fell = deadline.is_some_and(|(d, _)| Instant::now() >= d);
+                                failure = Some(not_ready(&self.peers[index].name, &why, fell));
+                                cancel.cancel();
+                            }
+                            pending.push(peer);
+                        }
+                    }
+                }
+                sig = self.signals.next(), if interrupted.is_none() && failure.is_none() => {
+                    interrupted = Some(sig);
+                    cancel.cancel();
+                }
             }
         }
-    }
-    if failure.is_some() || interrupted.is_some() {
-        let mut all: Vec<Started> = pending;
-        all.extend(ready.into_iter().flatten().map(|(s, _)| s));
-        if let Some(d) = &failure {
-            stderr_line(d);
+        if failure.is_some() || interrupted.is_some() {
+            self.started = pending;
+            self.started
+                .extend(ready.into_iter().flatten().map(|(s, _)| s));
+            return Err(Halt {
+                line: failure.map(|d| d.to_string()),
+                status: interrupted.map_or(1, crate::signals::exit_code),
+            });
         }
-        stop_all(&mut all).await;
-        return interrupted.map_or(1, |s| 128 + s);
-    }
-    let (mut peers_started, doors): (Vec<Started>, Vec<Ready>) =
-        ready.into_iter().flatten().unzip();
-    let door_of = |name: &str| -> Option<String> {
-        peers
-            .iter()
-            .position(|p| p.name == name)
-            .map(|i| doors[i].door.clone())
-    };
-
-    // Hand out addresses: each peer that may call others gets its callees' doors.
-    for (peer, started) in peers.iter().zip(peers_started.iter_mut()) {
-        if peer.callees.is_empty() {
-            continue;
-        }
-        let line = doors_line(&peer.callees, &door_of);
-        let _ = started.channel.send(&line);
-    }
-    for started in peers_started.iter_mut() {
-        drain(started);
+        (self.started, self.doors) = ready
+            .into_iter()
+            .flatten()
+            .map(|(s, r)| (s, r.door))
+            .unzip();
+        Ok(())
     }
 
-    // Start the entry member last, its channel already holding credentials and doors.
-    let Some(entry) = plan.members.iter().find(|m| m.entry) else {
-        stop_all(&mut peers_started).await;
-        return 1;
-    };
-    if let Some((at, _)) = deadline
-        && Instant::now() >= at
-    {
-        stderr_line(Diagnostic::new(
-            E_RUN_053,
-            "the formation's deadline fell before its entry member started",
-        ));
-        stop_all(&mut peers_started).await;
-        return 1;
+    /// Each peer that may call others gets its callees' doors; then every peer's
+    /// stdout is drained so it never blocks on a full pipe.
+    fn hand_out_doors(&mut self) {
+        for (i, peer) in self.peers.iter().enumerate() {
+            if !peer.callees.is_empty() {
+                let line = self.doors_line(&peer.callees);
+                let _ = self.started[i].channel.send(&line);
+            }
+        }
+        for started in self.started.iter_mut() {
+            drain(started);
+        }
     }
-    let lifecycle = match &options.task {
-        Some(task) => vec![
-            "--lifecycle-task-acceptance".into(),
-            "single".into(),
-            "--lifecycle-after-task".into(),
-            "exit".into(),
-            "--task".into(),
-            task.clone(),
-        ],
-        None => vec![
-            "--lifecycle-task-acceptance".into(),
-            "queue".into(),
-            "--lifecycle-after-task".into(),
-            "sleep".into(),
-            "--lifecycle-idle-timeout".into(),
-            "none".into(),
-        ],
-    };
-    let spec = spec_for(entry, lifecycle);
-    let mut lines = vec![credentials(entry, &plan.project_dir)];
-    if !entry.callees.is_empty() {
-        lines.push(doors_line(&entry.callees, &door_of));
-    }
-    let mut entry_started = match member::start(&places.program, &spec, formation, &lines, &cwd) {
-        Ok(s) => s,
-        Err(e) => {
-            stderr_line(format!(
+
+    /// Starts the entry member last, its channel already holding its credentials and
+    /// its callees' doors.
+    fn start_entry(&mut self) -> Result<Started, Halt> {
+        let plan = self.plan;
+        let Some(entry) = plan.members.iter().find(|m| m.entry) else {
+            return Err(Halt {
+                line: None,
+                status: 1,
+            });
+        };
+        if let Some((at, _)) = self.deadline
+            && Instant::now() >= at
+        {
+            return Err(Halt::with(Diagnostic::new(
+                E_RUN_053,
+                "the formation's deadline fell before its entry member started",
+            )));
+        }
+        let spec = spec_for(entry, entry_lifecycle(self.options.task.as_deref()));
+        let mut lines = vec![self.credentials(entry, &plan.project_dir)];
+        if !entry.callees.is_empty() {
+            lines.push(self.doors_line(&entry.callees));
+        }
+        member::start(
+            &self.places.program,
+            &spec,
+            self.key.formation_id(),
+            &lines,
+            &self.cwd,
+        )
+        .map_err(|e| Halt {
+            line: Some(format!(
                 "[mur run] error: the entry member `{}` could not start: {e}",
                 entry.name
-            ));
-            stop_all(&mut peers_started).await;
-            return 1;
-        }
-    };
-
-    if let Some(after) = balloon_requested() {
-        start_balloon(after);
+            )),
+            status: 1,
+        })
     }
 
-    // End: the entry member's end, or a signal to the launcher.
-    let end = tokio::select! {
-        status = entry_started.child.wait() => End::EntryEnded(status.ok()),
-        _ = signals.next() => End::Signalled,
-    };
-    let entry_status = match end {
-        End::EntryEnded(status) => {
-            stop_all(&mut peers_started).await;
-            status
+    /// The end: the entry member's end, or a signal to the launcher. Either way every
+    /// member is stopped; the entry member's status is the launcher's.
+    async fn await_end(&mut self, mut entry: Started) -> i32 {
+        let end = tokio::select! {
+            status = entry.child.wait() => End::EntryEnded(status.ok()),
+            _ = self.signals.next() => End::Signalled,
+        };
+        let entry_status = match end {
+            End::EntryEnded(status) => {
+                stop_all(&mut self.started).await;
+                status
+            }
+            End::Signalled => {
+                self.started.push(entry);
+                let statuses = stop_all(&mut self.started).await;
+                statuses.last().copied().flatten()
+            }
+        };
+        exit_code(entry_status)
+    }
+
+    /// A member's channel's first line: who it is, and a token per callee.
+    fn credentials(&self, m: &PlanMember, workdir: &Path) -> Line {
+        Line::Credentials(Credentials {
+            formation: self.key.formation_id().to_string(),
+            member: m.name.clone(),
+            entry: m.entry,
+            verify_key: self.key.verify_key().key_text(),
+            tokens: m
+                .callees
+                .iter()
+                .map(|to| (to.clone(), self.key.issue(&m.name, to)))
+                .collect(),
+            project_dir: self.plan.project_dir.clone(),
+            workdir: workdir.to_path_buf(),
+            artifact_sha256: m.sha256.clone(),
+            deadline_unix_ms: self.deadline.map(|(_, at)| unix_ms(at)),
+        })
+    }
+
+    /// A `doors` line: each callee's door URL (the callees are peers, never the entry).
+    fn doors_line(&self, callees: &[String]) -> Line {
+        Line::Doors {
+            doors: callees
+                .iter()
+                .filter_map(|c| {
+                    let i = self.peers.iter().position(|p| &p.name == c)?;
+                    Some((c.clone(), self.doors.get(i)?.clone()))
+                })
+                .collect(),
         }
-        End::Signalled => {
-            peers_started.push(entry_started);
-            let statuses = stop_all(&mut peers_started).await;
-            statuses.last().copied().flatten()
-        }
+    }
+}
+
+/// The entry member's lifecycle flags: `--task` runs one task and ends the formation
+/// with it; otherwise it queues tasks and sleeps, with no idle timeout.
+fn entry_lifecycle(task: Option<&str>) -> Vec<String> {
+    let flags: &[&str] = match task {
+        Some(_) => &[
+            "--lifecycle-task-acceptance",
+            "single",
+            "--lifecycle-after-task",
+            "exit",
+            "--task",
+        ],
+        None => &[
+            "--lifecycle-task-acceptance",
+            "queue",
+            "--lifecycle-after-task",
+            "sleep",
+            "--lifecycle-idle-timeout",
+            "none",
+        ],
     };
-    exit_code(entry_status)
+    let mut args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    args.extend(task.map(String::from));
+    args
 }
 
 fn spec_for(m: &PlanMember, extra_args: Vec<String>) -> Spec {
@@ -338,15 +438,6 @@ fn spec_for(m: &PlanMember, extra_args: Vec<String>) -> Spec {
         entry: m.entry,
         extra_args,
         own_group: !m.entry,
-    }
-}
-
-fn doors_line(callees: &[String], door_of: &dyn Fn(&str) -> Option<String>) -> Line {
-    Line::Doors {
-        doors: callees
-            .iter()
-            .filter_map(|c| door_of(c).map(|d| (c.clone(), d)))
-            .collect(),
     }
 }
 
@@ -406,11 +497,6 @@ fn not_ready(name: &str, why: &NotReady, deadline_fell: bool) -> Diagnostic {
     Diagnostic::new(E_RUN_045, format!("peer `{name}` did not come up: {why}"))
 }
 
-fn refuse(d: &Diagnostic) -> i32 {
-    stderr_line(d);
-    1
-}
-
 /// Closes every lifeline at once, then waits for each member, SIGKILLing a member's
 /// process group 25 s after its lifeline closed. Returns each exit status in order.
 async fn stop_all(members: &mut [Started]) -> Vec<Option<std::process::ExitStatus>> {
@@ -438,95 +524,4 @@ fn unix_ms(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// The documented test setting (docs/testing.md) that makes the launcher itself grow
-/// until the OOM killer ends it, `<seconds>` after the entry member has started. Off
-/// unless set to a whole number of seconds.
-pub const BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
-
-fn balloon_requested() -> Option<Duration> {
-    parse_balloon(std::env::var(BALLOON_ENV).ok().as_deref())
-}
-
-fn parse_balloon(value: Option<&str>) -> Option<Duration> {
-    value?.trim().parse().ok().map(Duration::from_secs)
-}
-
-/// Test-only: the e2e suite's OOM scenario needs the kernel to pick the launcher, not
-/// a member, as its victim. A container's memory limit alone does not make that
-/// certain (oom_badness rounds oom_score_adj), so the launcher makes itself the
-/// largest process by far: it raises its own oom_score_adj to 1000 (raising needs no
-/// privilege; members started earlier keep theirs) and, on a thread of its own,
-/// allocates and touches memory in 1 MiB steps, forever. Nothing frees it: only the
-/// OOM killer ends this process, which is the point. The delay lets a test see the
-/// formation up, then stay still while the kernel acts.
-fn start_balloon(after: Duration) {
-    use std::io::Write;
-    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
-    // Never a panic on a closed stderr.
-    let _ = writeln!(
-        std::io::stderr(),
-        "[mur run] test setting {BALLOON_ENV}: the launcher allocates until killed, from {after:?} on"
-    );
-    std::thread::spawn(move || {
-        std::thread::sleep(after);
-        let mut held: Vec<Vec<u8>> = Vec::new();
-        loop {
-            let mut chunk = vec![0u8; 1 << 20];
-            // Touch every page so the memory is really charged to the cgroup.
-            for page in chunk.iter_mut().step_by(4096) {
-                *page = 1;
-            }
-            held.push(std::hint::black_box(chunk));
-        }
-    });
-}
-
-/// SIGINT, SIGTERM and SIGHUP to the launcher, as one stream of signal numbers.
-struct Signals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> Signals {
-        Signals {
-            int: signal(SignalKind::interrupt()).ok(),
-            term: signal(SignalKind::terminate()).ok(),
-            hup: signal(SignalKind::hangup()).ok(),
-        }
-    }
-
-    async fn next(&mut self) -> i32 {
-        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        }
-        tokio::select! {
-            _ = recv(&mut self.int) => libc::SIGINT,
-            _ = recv(&mut self.term) => libc::SIGTERM,
-            _ = recv(&mut self.hup) => libc::SIGHUP,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_balloon_is_off_unless_given_whole_seconds() {
-        assert_eq!(parse_balloon(None), None);
-        assert_eq!(parse_balloon(Some("0")), Some(Duration::ZERO));
-        assert_eq!(parse_balloon(Some(" 6 ")), Some(Duration::from_secs(6)));
-        for off in ["", "yes", "-1", "1.5", "6s"] {
-            assert_eq!(parse_balloon(Some(off)), None, "{off}");
-        }
-    }
 }

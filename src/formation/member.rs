@@ -21,11 +21,6 @@ pub const CHANNEL_FD: i32 = 4;
 pub const FORMATION_ID_ENV: &str = crate::env::MURMUR_FORMATION_ID;
 /// `MURMUR_HOST_WARNINGS_REPORTED`
 pub const HOST_WARNINGS_ENV: &str = crate::env::MURMUR_HOST_WARNINGS_REPORTED;
-/// `MURMUR_FORMATION_PEERS`: runtime-owned; refused in `mur run`'s own environment.
-pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
-/// The documented test setting that replaces the program started for every member
-/// (docs/testing.md). Off unless set.
-pub const TEST_PROGRAM_ENV: &str = crate::env::MUR_TEST_MEMBER_PROGRAM;
 
 /// What the launcher needs to start one member.
 #[derive(Debug, Clone)]
@@ -53,8 +48,7 @@ pub struct Started {
 
 /// The program members are started from: this `mur`, unless the test setting names another.
 pub fn program() -> PathBuf {
-    std::env::var_os(TEST_PROGRAM_ENV)
-        .map(PathBuf::from)
+    crate::testing::member_program()
         .or_else(|| std::env::current_exe().ok())
         .unwrap_or_else(|| PathBuf::from("mur"))
 }
@@ -91,7 +85,7 @@ pub fn start(
         .env(channel::ENV, CHANNEL_FD.to_string())
         .env(lifeline::ENV, LIFELINE_FD.to_string())
         .env(HOST_WARNINGS_ENV, "1")
-        .env_remove(PEERS_ENV)
+        .env_remove(crate::call_member::PEERS_ENV)
         .stdin(Stdio::null())
         .stdout(if spec.entry {
             Stdio::inherit()

@@ -24,25 +24,52 @@ pub struct RosterLaunch {
     pub deadline: Option<u64>,
 }
 
+/// What [`refuse_inside`] is asked to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// `mur run`: may be a member (`MURMUR_FORMATION_ID`), never holds
+    /// `MURMUR_FORMATION_PEERS`, which the runtime sets for components only.
+    Session,
+    /// `mur run --roster`: no formation is launched from inside one.
+    Launcher,
+}
+
+/// E-RUN-046 for a start that the formation environment it finds rules out: the one
+/// check, for both `mur run` and `mur run --roster`.
+pub fn refuse_inside(start: Start) -> Result<()> {
+    let set = |var: &str| std::env::var_os(var).is_some();
+    let peers = crate::call_member::PEERS_ENV;
+    if set(peers) {
+        return Err(Diagnostic::new(
+            E_RUN_046,
+            match start {
+                Start::Session => format!(
+                    "{peers} is set in mur run's own environment; the runtime sets it for components only"
+                ),
+                Start::Launcher => format!(
+                    "`mur run --roster` refuses to launch a formation from inside one ({peers} is set)"
+                ),
+            },
+        ));
+    }
+    if start == Start::Launcher && set(member::FORMATION_ID_ENV) {
+        return Err(Diagnostic::new(
+            E_RUN_046,
+            format!(
+                "`mur run --roster` refuses to launch a formation from inside one ({} is set)",
+                member::FORMATION_ID_ENV
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `mur run --roster`: admits the roster, launches it, and returns the exit status.
 /// A refusal starts nothing.
 pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
-    for var in [member::FORMATION_ID_ENV, member::PEERS_ENV] {
-        if std::env::var_os(var).is_some() {
-            return Err(Diagnostic::new(
-                E_RUN_046,
-                format!(
-                    "`mur run --roster` refuses to launch a formation from inside one ({var} is set)"
-                ),
-            ));
-        }
-    }
-    let roster = if request.roster.is_dir() {
-        request.roster.join(crate::roster::FILE_NAME)
-    } else {
-        request.roster.clone()
-    };
-    let admitted = admission::admit(&roster)?;
+    refuse_inside(Start::Launcher)?;
+    // admit resolves a folder to its roster.yaml.
+    let admitted = admission::admit(&request.roster)?;
     for warning in &admitted.warnings {
         stderr_line(warning);
     }

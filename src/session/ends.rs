@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use tokio::signal::unix::{Signal, SignalKind, signal};
-
 use crate::catalogue::{self, Code};
 use crate::records::cancel_reason;
 use crate::running::RunningDir;
+use crate::signals::Signal;
 use crate::trace::{ExitStatus, RecordedState};
 
 /// What began the session's end.
@@ -86,49 +85,10 @@ pub fn status_word(status: ExitStatus) -> &'static str {
     }
 }
 
-/// SIGTERM and SIGINT, as one stream: each is a SIGTERM to the session.
-pub struct Signals {
-    term: Option<Signal>,
-    int: Option<Signal>,
-}
-
-impl Signals {
-    pub fn new() -> Signals {
-        Signals {
-            term: signal(SignalKind::terminate()).ok(),
-            int: signal(SignalKind::interrupt()).ok(),
-        }
-    }
-
-    /// From now on SIGINT is caught and ignored: a formation member leaves the
-    /// terminal's Ctrl-C to its launcher, which closes its lifeline.
-    pub fn ignore_interrupt(&mut self) {
-        // tokio never uninstalls a handler it installed: with the stream gone, a
-        // SIGINT is caught and not seen, never the default action.
-        self.int = None;
-    }
-
-    pub async fn next(&mut self) {
-        async fn recv(s: &mut Option<Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        }
-        tokio::select! {
-            _ = recv(&mut self.term) => {}
-            _ = recv(&mut self.int) => {}
-        }
-    }
-}
-
-impl Default for Signals {
-    fn default() -> Self {
-        Signals::new()
-    }
-}
+/// The signals a session watches: each is a SIGTERM to it. A formation member stops
+/// watching SIGINT (`Signals::stop_watching`): it leaves the terminal's Ctrl-C to its
+/// launcher, which closes its lifeline.
+pub const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
 
 /// Exits with 143 now, wherever the session is: forgets its running record first
 /// (two file removals), and runs no destructor that could block.

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::catalogue::{E_RUN_002, E_RUN_005, E_RUN_046};
+use crate::catalogue::{E_RUN_002, E_RUN_005};
 use crate::diag::{Diagnostic, Result};
 
 /// `mur run`: run a capsule as a session, or with `--roster` launch a formation.
@@ -123,12 +123,6 @@ impl RunArgs {
 /// Runs `mur run`; returns the exit status.
 pub fn run(args: &RunArgs) -> Result<i32> {
     if args.roster.is_some() {
-        if std::env::var_os(crate::formation::member::FORMATION_ID_ENV).is_some() {
-            return Err(Diagnostic::new(
-                E_RUN_046,
-                "mur run --roster was started inside a formation (MURMUR_FORMATION_ID is set)",
-            ));
-        }
         return run_roster(args);
     }
     // A member of a formation leaves this to its launcher (MURMUR_HOST_WARNINGS_REPORTED).

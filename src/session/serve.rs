@@ -10,8 +10,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::capsule::{self, Capsule};
-use super::ends::{self, Cause, Signals};
-use super::formation::{self, Member, Membership};
+use super::ends::{self, Cause};
+use super::formation::{self, Membership, Place};
 use super::resume::{self, Resumed};
 use super::task::{self, TaskEnv};
 use super::{AcceptanceFlag, AfterTaskFlag, IdleTimeout, RunArgs};
@@ -24,6 +24,7 @@ use crate::manifest::{self, Transport};
 use crate::readiness::ReadinessLine;
 use crate::records::{self, Identity, Records, StartInfo};
 use crate::running::{self, RunningDir, RunningRecord};
+use crate::signals::{Signal, Signals};
 use crate::trace::{self, Event, ExitStatus, RecordedState, TraceWriter};
 use crate::{output, paths, timing};
 
@@ -70,20 +71,20 @@ impl LifecycleInForce {
 pub async fn session(args: &RunArgs) -> Result<i32> {
     // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
     // must wind the session down, never kill it with the default action.
-    let mut signals = Signals::new();
+    let mut signals = Signals::new(&ends::SIGNALS);
     let task_text = args.task_text()?;
     let resumed = match &args.resume {
         Some(id) => Some(resume::find(id)?),
         None => None,
     };
-    let membership = formation::read(resumed.is_some(), &|d| output::stderr_line(d)).await?;
-    let (member, unbound_formation) = match membership {
-        Membership::None => (None, None),
-        Membership::Unbound { formation_id } => (None, Some(formation_id)),
-        Membership::Member(m) => (Some(m), None),
+    let place = formation::read(resumed.is_some(), &|d| output::stderr_line(d)).await?;
+    let (member, unbound_formation) = match place {
+        Place::None => (None, None),
+        Place::Unbound { formation_id } => (None, Some(formation_id)),
+        Place::Member(m) => (Some(m), None),
     };
     if member.as_ref().is_some_and(|m| m.lifeline.is_some()) {
-        signals.ignore_interrupt();
+        signals.stop_watching(Signal::SIGINT);
     }
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
@@ -101,10 +102,12 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         (None, Some(m)) => m.workdir.clone(),
         (None, None) => cwd.clone(),
     };
-    if let Some(m) = &member
-        && let Some(w) = formation::out_of_reach(m, &capsule.manifest.capabilities.network.allow)
-    {
-        output::stderr_line(&w);
+    if let Some(m) = &member {
+        m.peers
+            .set_allow(capsule.manifest.capabilities.network.allow.clone());
+        if let Some(w) = m.peers.network_warning(&m.name) {
+            output::stderr_line(&w);
+        }
     }
     if let Some(w) = capsule.components_not_run() {
         output::stderr_line(&w);
@@ -148,7 +151,7 @@ struct Stage<'a> {
     args: &'a RunArgs,
     capsule: Capsule,
     workdir: PathBuf,
-    member: Option<Box<Member>>,
+    member: Option<Box<Membership>>,
     /// W-RUN-007: the formation id of a member started by hand (its running record
     /// names it, so `mur stop <frm_id>` reaches it; nothing else does).
     unbound_formation: Option<String>,
@@ -242,11 +245,7 @@ impl Stage<'_> {
             records,
             flusher,
             max_turns: self.capsule.manifest.inference.max_turns,
-            peers: self.member.as_ref().map(|m| {
-                m.peers
-                    .set_allow(self.capsule.manifest.capabilities.network.allow.clone());
-                m.peers.clone()
-            }),
+            peers: self.member.as_ref().map(|m| m.peers.clone()),
             deadline: self.deadline.map(instant_of),
             events: Some(door.events().clone()),
         });
@@ -270,7 +269,10 @@ impl Stage<'_> {
                 on_stop,
                 task_text: self.task_text.take(),
                 print_result: !self.args.json,
-                signals: self.signals.take().unwrap_or_default(),
+                signals: self
+                    .signals
+                    .take()
+                    .unwrap_or_else(|| Signals::new(&ends::SIGNALS)),
             })
             .await;
         Ok(code)
@@ -308,7 +310,7 @@ impl Stage<'_> {
         }
         let info = StartInfo {
             sha256: self.capsule.sha256(),
-            callees: self.member.as_ref().map(|m| m.callees()),
+            callees: self.member.as_ref().map(|m| m.peers.callees().to_vec()),
         };
         let started = records::start(&paths::records_root(), &self.workdir, &identity, &info)?;
         Ok((started.records, started.trace, started.murmur_md))

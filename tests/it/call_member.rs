@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::support::call_member::*;
 use mur::agent::{Message, Outcome, ToolCall};
-use mur::call_member::{CallConfig, CallMember, Trust, fence};
+use mur::call_member::{CallConfig, CallMember, Routed, Trust, fence};
 use mur::credential::FormationKey;
 use mur::door::Acceptance;
 use mur::trace::{Event, RecordedState};
@@ -331,7 +331,6 @@ async fn members_it_may_not_call_are_refused_before_connecting() {
         .route(
             "http://reviewer.formation.invalid/",
             &mut headers,
-            &["localhost".into()],
             Trust::Untrusted,
         )
         .await;
@@ -339,7 +338,6 @@ async fn members_it_may_not_call_are_refused_before_connecting() {
         .route(
             "http://nobody.formation.invalid/x",
             &mut headers,
-            &["localhost".into()],
             Trust::Untrusted,
         )
         .await;
@@ -374,12 +372,14 @@ async fn a_virtual_address_is_routed_to_the_real_door() {
         .route(
             "http://coder.formation.invalid/a/b?c=d",
             &mut headers,
-            &["localhost".into()],
             Trust::Untrusted,
         )
         .await
-        .unwrap()
-        .expect("virtual");
+        .unwrap();
+    let Routed::Peer { member, url: real } = real else {
+        panic!("not routed to a peer: {real:?}")
+    };
+    assert_eq!(member, "coder");
     assert_eq!(real.as_str(), "http://127.0.0.1:4711/a/b?c=d");
     let auth = headers.get(AUTHORIZATION).unwrap().to_str().unwrap();
     assert_eq!(
@@ -392,22 +392,17 @@ async fn a_virtual_address_is_routed_to_the_real_door() {
     assert_eq!(headers["x-other"], "kept");
     // Other hosts are not the runtime's to route.
     assert_eq!(
-        p.route(
-            "http://example.com/",
-            &mut HeaderMap::new(),
-            &[],
-            Trust::Trusted
-        )
-        .await
-        .unwrap(),
-        None
+        p.route("http://example.com/", &mut HeaderMap::new(), Trust::Trusted)
+            .await
+            .unwrap(),
+        Routed::Direct
     );
-    // A component whose allow list does not reach localhost cannot call.
+    // A member whose allow list does not reach localhost cannot call.
+    p.set_allow(vec!["api.example.com".into()]);
     let err = p
         .route(
             "http://coder.formation.invalid/",
             &mut HeaderMap::new(),
-            &["api.example.com".into()],
             Trust::Trusted,
         )
         .await

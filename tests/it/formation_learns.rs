@@ -52,7 +52,8 @@ async fn model_server(calls: Option<&'static str>) -> (SocketAddr, Seen) {
     (addr, seen)
 }
 
-fn capsule(dir: &std::path::Path, name: &str, model: SocketAddr, peer: bool) {
+/// `allow`: the one entry of its `capabilities.network.allow`.
+fn capsule(dir: &std::path::Path, name: &str, model: SocketAddr, peer: bool, allow: &str) {
     std::fs::create_dir_all(dir).unwrap();
     let accept = if peer {
         "exports:\n  peer_tasks:\n    accept: true\n"
@@ -66,7 +67,7 @@ fn capsule(dir: &std::path::Path, name: &str, model: SocketAddr, peer: bool) {
              agent:\n  transport: http\n  base_url: http://{model}/v1\n  model: test\n\
              inference:\n  max_turns: 6\n{accept}\
              network:\n  authentication: {{}}\n\
-             capabilities:\n  network:\n    allow:\n      - localhost\n"
+             capabilities:\n  network:\n    allow:\n      - \"{allow}\"\n"
         ),
     )
     .unwrap();
@@ -81,9 +82,23 @@ async fn each_member_learns_its_own_name_and_its_callees_names_only() {
     let (wombat_model, wombat_seen) = model_server(Some("numbat")).await;
     let (numbat_model, numbat_seen) = model_server(None).await;
     let team = w.proj.join("team");
-    capsule(&team.join("quokka"), "quokka", quokka_model, false);
-    capsule(&team.join("wombat"), "wombat", wombat_model, true);
-    capsule(&team.join("numbat"), "numbat", numbat_model, true);
+    capsule(
+        &team.join("quokka"),
+        "quokka",
+        quokka_model,
+        false,
+        "localhost",
+    );
+    // wombat reaches its callee through `[::1]`: the same host as localhost, for the
+    // launch warning as for the calls (issue 13).
+    capsule(&team.join("wombat"), "wombat", wombat_model, true, "[::1]");
+    capsule(
+        &team.join("numbat"),
+        "numbat",
+        numbat_model,
+        true,
+        "localhost",
+    );
     std::fs::write(
         team.join("roster.yaml"),
         "roster_version: 1\nmembers:\n\
@@ -111,6 +126,7 @@ async fn each_member_learns_its_own_name_and_its_callees_names_only() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("W-RUN-008"), "{stderr}");
 
     let traces: Vec<Vec<Value>> = w.sessions().iter().map(|id| w.trace(id)).collect();
     let trace = |m: &str| {

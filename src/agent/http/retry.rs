@@ -52,7 +52,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_with_jitter_up_to_the_cap() {
-        let scale = timing::scale();
+        let scale = crate::testing::time_scale();
         for attempt in 1..=8 {
             let full = BACKOFF_BASE * (1 << (attempt - 1));
             let full = full.min(BACKOFF_CAP).mul_f64(scale);

@@ -1,0 +1,100 @@
+//! The documented test settings (docs/testing.md), all of them, and the test-only
+//! code behind them. Each is off unless set, and each exists only so a test can reach
+//! a code path that real inputs would reach slowly or not at all. Production code
+//! reaches this module through one call per setting.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Multiplies every time limit of the spec (`crate::timing`) by a number in (0, 1].
+pub const TIME_SCALE_ENV: &str = crate::env::MUR_TEST_TIME_SCALE;
+/// The program the launcher starts for every member instead of `mur` itself.
+pub const MEMBER_PROGRAM_ENV: &str = crate::env::MUR_TEST_MEMBER_PROGRAM;
+/// Makes the launcher grow until the OOM killer ends it, `<seconds>` after the
+/// entry member has started.
+pub const LAUNCHER_BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
+
+/// The time scale in force: 1.0 unless `MUR_TEST_TIME_SCALE` holds a number in (0, 1].
+pub fn time_scale() -> f64 {
+    static SCALE: OnceLock<f64> = OnceLock::new();
+    *SCALE.get_or_init(|| parse_scale(std::env::var(TIME_SCALE_ENV).ok().as_deref()))
+}
+
+fn parse_scale(value: Option<&str>) -> f64 {
+    value
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 1.0)
+        .unwrap_or(1.0)
+}
+
+/// `MUR_TEST_MEMBER_PROGRAM`, when set.
+pub fn member_program() -> Option<PathBuf> {
+    std::env::var_os(MEMBER_PROGRAM_ENV).map(PathBuf::from)
+}
+
+/// `MUR_TEST_LAUNCHER_BALLOON`: called by the launcher once its entry member has
+/// started; does nothing unless the setting holds a whole number of seconds.
+pub fn launcher_balloon() {
+    if let Some(after) = parse_balloon(std::env::var(LAUNCHER_BALLOON_ENV).ok().as_deref()) {
+        start_balloon(after);
+    }
+}
+
+fn parse_balloon(value: Option<&str>) -> Option<Duration> {
+    value?.trim().parse().ok().map(Duration::from_secs)
+}
+
+/// The e2e suite's OOM scenario needs the kernel to pick the launcher, not a member,
+/// as its victim. A container's memory limit alone does not make that certain
+/// (oom_badness rounds oom_score_adj), so the launcher makes itself the largest
+/// process by far: it raises its own oom_score_adj to 1000 (raising needs no
+/// privilege; members started earlier keep theirs) and, on a thread of its own,
+/// allocates and touches memory in 1 MiB steps, forever. Nothing frees it: only the
+/// OOM killer ends this process, which is the point. The delay lets a test see the
+/// formation up, then stay still while the kernel acts.
+fn start_balloon(after: Duration) {
+    use std::io::Write;
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
+    // Never a panic on a closed stderr.
+    let _ = writeln!(
+        std::io::stderr(),
+        "[mur run] test setting {LAUNCHER_BALLOON_ENV}: the launcher allocates until killed, from {after:?} on"
+    );
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let mut held: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let mut chunk = vec![0u8; 1 << 20];
+            // Touch every page so the memory is really charged to the cgroup.
+            for page in chunk.iter_mut().step_by(4096) {
+                *page = 1;
+            }
+            held.push(std::hint::black_box(chunk));
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_is_off_unless_set_to_a_sane_fraction() {
+        assert_eq!(parse_scale(None), 1.0);
+        assert_eq!(parse_scale(Some("0.05")), 0.05);
+        for bad in ["", "0", "-1", "abc", "NaN", "inf", "3"] {
+            assert_eq!(parse_scale(Some(bad)), 1.0, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_balloon_is_off_unless_given_whole_seconds() {
+        assert_eq!(parse_balloon(None), None);
+        assert_eq!(parse_balloon(Some("0")), Some(Duration::ZERO));
+        assert_eq!(parse_balloon(Some(" 6 ")), Some(Duration::from_secs(6)));
+        for off in ["", "yes", "-1", "1.5", "6s"] {
+            assert_eq!(parse_balloon(Some(off)), None, "{off}");
+        }
+    }
+}
