@@ -20,6 +20,20 @@ bench-setup:
     test -x .venv/bin/python || python3 -m venv .venv
     .venv/bin/pip install -q -r benches/a2a_sdk_server/requirements.txt
 
+# Each cargo-fuzz target in fuzz/ for `secs` seconds (docs/testing.md). cargo-fuzz needs
+# nightly flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain take them. New inputs go
+# to fuzz/target/corpus/<target>; the committed seeds in fuzz/corpus/<target> are read.
+fuzz secs="60":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+    cd fuzz
+    for t in roster manifest token rpc_request channel_line harness_line; do
+        mkdir -p target/corpus/$t
+        RUSTC_BOOTSTRAP=1 cargo fuzz run -O $t target/corpus/$t corpus/$t -- \
+            -max_total_time={{secs}} -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256
+    done
+
 # Formatting and lints, as CI runs them.
 lint:
     cargo fmt --all --check

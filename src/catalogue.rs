@@ -68,7 +68,7 @@ catalogue! {
         "network.authentication is declared beside a non-empty capabilities.spawn.allow: a member that authenticates its callers cannot also delegate to child capsules.",
         "Remove capabilities.spawn.allow, or remove network.authentication.";
     E_MAN_004 = "E-MAN-004", "Bad name",
-        "A name in murmur.yaml does not have its form: the capsule `name` (`^[a-z][a-z0-9-]{0,63}$`), a `tools[].name`, an `artifacts[].name` (`<scope>/<name>`) or a `capabilities.spawn.allow` entry (`<scope>/<name>` or `<scope>/*`).",
+        "A name in murmur.yaml does not have its form: the capsule `name` (`^[a-z][a-z0-9-]{0,63}$`), a `tools[].name` or `skills[].id`, an `artifacts[].name` (`<scope>/<name>`) or a `capabilities.spawn.allow` entry (`<scope>/<name>` or `<scope>/*`).",
         "Use lowercase letters, digits and `-`, starting with a letter; write artifact names with their scope, such as `local/coder`.";
     E_MAN_005 = "E-MAN-005", "Bad version",
         "A `version` or `artifacts[].version` is blank, names a moving target (`latest`, `stable`, `edge`), or holds characters a version may not.",
@@ -86,8 +86,8 @@ catalogue! {
         "A name in `capabilities.env.allow`, `capabilities.shell.baseline_env`, `network.authentication.bearer_env` or `agent.api_key_env` is not an environment variable name.",
         "Use letters, digits and `_`, not starting with a digit, such as `OPENAI_API_KEY`.";
     E_MAN_010 = "E-MAN-010", "Listed twice",
-        "Two `tools` share a name, or two `artifacts` name the same artifact.",
-        "Give each tool its own name; list each artifact once.";
+        "Two `tools` share a name, two `skills` an id, or two `artifacts` name the same artifact.",
+        "Give each tool its own name and each skill its own id; list each artifact once.";
 
     // ---- E-NEW: mur new, scaffolding -----------------------------------------
     E_NEW_001 = "E-NEW-001", "Bad name for mur new",
@@ -146,6 +146,9 @@ catalogue! {
     E_REG_007 = "E-REG-007", "Lock cannot be written",
         "`mur lock` could not write murmur.lock in the project folder (read-only, no permission, a full disk); the old murmur.lock, if any, is as it was.",
         "Make the project folder writable, then run `mur lock` again.";
+    E_REG_008 = "E-REG-008", "Not a project to lock",
+        "`mur lock` ran in a folder with no murmur.yaml, no roster.yaml and nothing in the project store, so there is nothing to pin; no murmur.lock was written.",
+        "Run `mur lock` in the project folder (the one holding roster.yaml or murmur.yaml).";
     E_STO_001 = "E-STO-001", "Store cannot be used",
         "The store folder (.murmur/artifacts/ or ~/.murmur/artifacts/) is missing and cannot be made, cannot be read, or a path in it is not a folder.",
         "Check that the project folder or $HOME exists and that .murmur is a folder you own.";

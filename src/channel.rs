@@ -114,9 +114,7 @@ impl Reader {
                     match read {
                         Ok(0) | Err(_) => return,
                         Ok(_) => {
-                            let parsed =
-                                serde_json::from_slice::<Line>(&buf).map_err(|e| format!("{e}"));
-                            if tx.send(parsed).is_err() {
+                            if tx.send(Line::parse(&buf)).is_err() {
                                 return;
                             }
                         }
@@ -154,6 +152,11 @@ impl Reader {
 }
 
 impl Line {
+    /// One line as read from the channel (its newline included or not).
+    pub fn parse(bytes: &[u8]) -> Result<Line, String> {
+        serde_json::from_slice::<Line>(bytes).map_err(|e| format!("{e}"))
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             Line::Credentials(_) => "credentials",

@@ -314,10 +314,13 @@ enum HarnessLine {
     },
 }
 
-fn parse_line(line: &str) -> Result<Reply, String> {
+/// One line the harness wrote, read; public for fuzz/ (fuzz_targets/harness_line.rs).
+pub fn parse_line(line: &str) -> Result<Reply, String> {
     let parsed: HarnessLine = serde_json::from_str(line).map_err(|e| {
+        // serde's message quotes what it refused (an unknown `type`) whole: bound it too.
+        let why: String = e.to_string().chars().take(200).collect();
         let shown: String = line.chars().take(200).collect();
-        format!("the harness wrote a line that is not one of its messages ({e}): {shown}")
+        format!("the harness wrote a line that is not one of its messages ({why}): {shown}")
     })?;
     Ok(match parsed {
         HarnessLine::Message { text } => Reply::Answer {

@@ -2,6 +2,7 @@
 //! against slow clients), the routes, the Agent Card, reading and capping the body,
 //! and the JSON-RPC envelope.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -123,6 +124,10 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
         .fallback(not_found)
         .with_state(shared);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    // Each open connection's reclaim signal, oldest first. At the cap the oldest is
+    // asked to close (at once when idle, after its response otherwise), so a flood of
+    // idle keep-alive connections cannot lock a rightful caller out.
+    let mut open: VecDeque<CancellationToken> = VecDeque::new();
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -134,9 +139,26 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     continue;
                 };
-                let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    continue; // over the cap: dropping the stream closes it
+                let permit = match slots.clone().try_acquire_owned() {
+                    Ok(permit) => permit,
+                    Err(_) => {
+                        while let Some(oldest) = open.pop_front() {
+                            if !oldest.is_cancelled() {
+                                oldest.cancel();
+                                break;
+                            }
+                        }
+                        match tokio::time::timeout(RECLAIM_WAIT, slots.clone().acquire_owned()).await {
+                            Ok(Ok(permit)) => permit,
+                            _ => continue, // none freed in time: dropping the stream closes it
+                        }
+                    }
                 };
+                if open.len() > 2 * limits.max_connections {
+                    open.retain(|t| !t.is_cancelled());
+                }
+                let reclaim = CancellationToken::new();
+                open.push_back(reclaim.clone());
                 let _ = stream.set_nodelay(true);
                 let service = TowerToHyperService::new(router.clone());
                 let mut builder = hyper::server::conn::http1::Builder::new();
@@ -149,13 +171,17 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
                     let mut conn = std::pin::pin!(conn);
                     tokio::select! {
                         _ = conn.as_mut() => {}
-                        _ = shutdown.cancelled() => {
+                        _ = async { tokio::select! {
+                            _ = shutdown.cancelled() => {}
+                            _ = reclaim.cancelled() => {}
+                        } } => {
                             // Idle connections close now; a response under way (a
                             // watcher's stream draining) finishes first.
                             conn.as_mut().graceful_shutdown();
                             let _ = conn.await;
                         }
                     }
+                    reclaim.cancel(); // ended: the reclaim queue skips it
                     drop(permit);
                 });
             }
@@ -170,6 +196,9 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
         while conns.join_next().await.is_some() {}
     }
 }
+
+/// How long an accept at the cap waits for the oldest connection to close.
+const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How long the door waits, when it shuts down, for responses under way to finish.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -227,7 +256,7 @@ pub(crate) fn rpc_error(id: Id, error: RpcError) -> Response {
 }
 
 /// One parsed JSON-RPC call.
-pub(crate) struct Call {
+pub struct Call {
     pub id: Id,
     pub method: String,
     pub params: Value,
@@ -303,7 +332,7 @@ async fn read_body(limits: &Limits, headers: &HeaderMap, body: Body) -> Result<B
 
 /// Reads the envelope field by field so each fault gets its own error. On failure,
 /// the id to answer with (null when the id itself is at fault) and the error.
-pub(crate) fn parse_envelope(bytes: &[u8]) -> Result<Call, (Id, RpcError)> {
+pub fn parse_envelope(bytes: &[u8]) -> Result<Call, (Id, RpcError)> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| (Id::Null, RpcError::parse(e)))?;
     let mut obj = match value {
         Value::Object(obj) => obj,

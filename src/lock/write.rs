@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{FILE_NAME, Lock, Pin};
-use crate::catalogue::{E_MAN_001, E_REG_002, E_REG_006, E_REG_007, E_ROS_001, W_REG_001};
+use crate::catalogue::{
+    E_MAN_001, E_REG_002, E_REG_006, E_REG_007, E_REG_008, E_ROS_001, W_REG_001,
+};
 use crate::diag::{Diagnostic, Location, Result};
 use crate::fsutil::{self, Durability};
 use crate::store::{self, StoreKind, Stores};
@@ -143,6 +145,23 @@ pub fn resolve_in(project: &Path, stores: &Stores) -> Result<(Lock, Vec<Diagnost
         if !wants.contains_key(&one.name) {
             extra.entry(one.name.clone()).or_default().push(one);
         }
+    }
+    // A folder that is no project would get an empty lock that pins nothing.
+    if pins.is_empty()
+        && extra.is_empty()
+        && !project.join(ROSTER_FILE).exists()
+        && !project.join(manifest::FILE_NAME).exists()
+    {
+        return Err(Diagnostic::new(
+            E_REG_008,
+            format!(
+                "{} has no {ROSTER_FILE}, no {} and nothing in the project store: there is nothing to lock",
+                project.display(),
+                manifest::FILE_NAME
+            ),
+        )
+        .in_file(project)
+        .hint("Run `mur lock` in the project folder (the one holding roster.yaml or murmur.yaml)."));
     }
     let mut warnings = Vec::new();
     for (name, mut versions) in extra {

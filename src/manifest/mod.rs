@@ -37,6 +37,8 @@ pub struct Manifest {
     pub hooks: Vec<Hook>,
     pub trace: Trace,
     pub artifacts: Vec<ArtifactRef>,
+    /// What the Agent Card offers callers; empty: one default skill (`card_skills`).
+    pub skills: Vec<Skill>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,6 +281,34 @@ pub struct ArtifactRef {
     /// `<scope>/<name>`.
     pub name: String,
     pub version: String,
+}
+
+/// A skill the capsule declares, shown on its Agent Card as an A2A AgentSkill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    /// `^[a-z][a-z0-9_-]{0,63}$`, unique within the manifest.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    pub examples: Vec<String>,
+}
+
+impl Manifest {
+    /// The skills the Agent Card shows: those declared, else one made from the
+    /// capsule's name and description, so a card never offers nothing.
+    pub fn card_skills(&self) -> Vec<Skill> {
+        if !self.skills.is_empty() {
+            return self.skills.clone();
+        }
+        vec![Skill {
+            id: self.name.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            tags: vec![self.name.clone()],
+            examples: Vec::new(),
+        }]
+    }
 }
 
 /// Reads a manifest's text; `file` names it in diagnostics (for a packed one,

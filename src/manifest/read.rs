@@ -10,6 +10,8 @@ use crate::catalogue::{
 };
 use crate::yaml::{Map, Node, Reader, Value};
 
+mod skills;
+
 const TOP: &[&str] = &[
     "name",
     "version",
@@ -25,6 +27,7 @@ const TOP: &[&str] = &[
     "hooks",
     "trace",
     "artifacts",
+    "skills",
 ];
 const HTTP: &[&str] = &[
     "transport",
@@ -93,6 +96,7 @@ pub(super) fn manifest(r: &Reader, root: &Node) -> Result<Manifest> {
     let hooks = hooks(r, &m)?;
     let trace = trace(r, &m)?;
     let artifacts = artifacts(r, &m)?;
+    let skills = skills::skills(r, &m)?;
 
     if let (Some(auth), Some(spawn)) = (auth_node, spawn_node)
         && !capabilities.spawn.allow.is_empty()
@@ -124,6 +128,7 @@ pub(super) fn manifest(r: &Reader, root: &Node) -> Result<Manifest> {
         hooks,
         trace,
         artifacts,
+        skills,
     })
 }
 
@@ -139,6 +144,9 @@ fn checked(r: &Reader, node: &Node, field: &str, code: Code, rule: Rule) -> Resu
 
 fn hint_for(code: Code, field: &str) -> String {
     match code {
+        E_MAN_004 if field == "skills[].id" => {
+            "Write skill ids like `review-code`: lowercase letters, digits, `-` and `_`.".into()
+        }
         E_MAN_004 if field.ends_with("tools[].name") => {
             "Name tools like `read_file`: lowercase letters, digits, `-` and `_`.".into()
         }

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::io::{self, Cursor, Read, Seek};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use zip::{CompressionMethod, ZipArchive};
@@ -149,17 +149,24 @@ pub fn unpack(zip: &Path, dest: &Path) -> Result<()> {
         let mut entry = archive.by_index(i).map_err(|e| corrupt(zip, &e))?;
         let name = entry.name().map_err(|e| corrupt(zip, &e))?.into_owned();
         let target = staging.path().join(name.trim_end_matches('/'));
+        // Owner-only: the unpacked copy lives under ~/.murmur/cache (docs/store.md).
+        let make_dir = |p: &Path| {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(p)
+        };
         if entry.is_dir() {
-            std::fs::create_dir_all(&target).map_err(|e| io_fault(&target, &e))?;
+            make_dir(&target).map_err(|e| io_fault(&target, &e))?;
             continue;
         }
         if let Some(p) = target.parent() {
-            std::fs::create_dir_all(p).map_err(|e| io_fault(p, &e))?;
+            make_dir(p).map_err(|e| io_fault(p, &e))?;
         }
         let mode = if entry.unix_mode().unwrap_or(0) & 0o111 != 0 {
-            0o755
+            0o700
         } else {
-            0o644
+            0o600
         };
         let mut out = std::fs::File::create(&target).map_err(|e| io_fault(&target, &e))?;
         io::copy(&mut entry, &mut out).map_err(|e| io_fault(&target, &e))?;
@@ -169,6 +176,8 @@ pub fn unpack(zip: &Path, dest: &Path) -> Result<()> {
     if dest.exists() {
         std::fs::remove_dir(dest).map_err(|e| io_fault(dest, &e))?;
     }
+    std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| io_fault(staging.path(), &e))?;
     let staged = staging.keep();
     std::fs::rename(&staged, dest).map_err(|e| {
         let _ = std::fs::remove_dir_all(&staged);

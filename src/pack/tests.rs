@@ -379,7 +379,8 @@ fn unpacks_whole_with_modes() {
             .mode()
             & 0o777
     };
-    assert_eq!((mode("run.sh"), mode("murmur.yaml")), (0o755, 0o644));
+    assert_eq!((mode("run.sh"), mode("murmur.yaml")), (0o700, 0o600));
+    assert_eq!((mode("."), mode("docs")), (0o700, 0o700));
     // A folder that is not empty is refused, and left alone.
     let err = unpack(&zip, &dest).unwrap_err();
     assert_eq!(err.code, catalogue::E_PAK_003);

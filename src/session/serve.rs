@@ -329,7 +329,7 @@ impl Stage<'_> {
             name: self.capsule.name.clone(),
             description: m.description.clone(),
             version: self.capsule.version.clone(),
-            skills: Vec::new(),
+            skills: door::card_skills(m),
         };
         config.public = m.network.authentication.is_none();
         if let Some(auth) = &m.network.authentication {

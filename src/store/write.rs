@@ -5,6 +5,7 @@
 //! removed again.
 
 use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use super::{Installed, StoreKind, Stores, artifact_path_or_refuse};
@@ -68,9 +69,9 @@ pub fn put(
     // Other commands and formations bind to what is installed: the rename is made
     // durable too.
     let written = if force || existing.is_some() {
-        fsutil::write_atomic(&path, bytes, 0o644, Durability::Folder).map(|()| true)
+        fsutil::write_atomic(&path, bytes, 0o600, Durability::Folder).map(|()| true)
     } else {
-        fsutil::create_atomic(&path, bytes, 0o644, Durability::Folder)
+        fsutil::create_atomic(&path, bytes, 0o600, Durability::Folder)
     };
     let installed = Installed {
         name: name.to_string(),
@@ -163,7 +164,8 @@ fn make_dirs(dir: &Path) -> io::Result<Vec<PathBuf>> {
     missing.reverse();
     let mut made = Vec::new();
     for p in missing {
-        match std::fs::create_dir(&p) {
+        // Owner-only, as everything mur makes under .murmur (docs/store.md).
+        match std::fs::DirBuilder::new().mode(0o700).create(&p) {
             Ok(()) => made.push(p),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => {}
             Err(e) => {

@@ -106,14 +106,6 @@ artifacts:
     )));
 }
 
-#[test]
-fn lock_with_nothing_installed_writes_an_empty_lock() {
-    let w = World::new();
-    w.mur().arg("lock").assert().success();
-    let text = std::fs::read_to_string(w.proj.join("murmur.lock")).unwrap();
-    assert!(text.ends_with("lock_version: 1\nartifacts: []\n"), "{text}");
-}
-
 /// One case per way `mur lock` refuses; murmur.lock is left as it was.
 #[rstest]
 #[case::member_not_installed(&ROSTER.replace("1.2.0", "1.3.0"), "", "E-REG-002", "roster.yaml:7:5")]

@@ -1,0 +1,158 @@
+//! Every file and folder mur makes under ~/.murmur is owner-only: folders 0700,
+//! files 0600 (an executable of an unpacked capsule 0700). One world uses every
+//! feature that writes there: install into both stores, pack, lock, a formation with
+//! a peer (formation folder, marker, peer folder, running records, traces), and a lone
+//! `mur run --task`; the walk happens while the formation runs and after it ends.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The one clean-environment mur (tests/it/support), with this world's HOME.
+fn mur(home: &Path, cwd: &Path) -> Command {
+    let mut cmd = crate::support::mur();
+    cmd.env("HOME", home).current_dir(cwd).stdin(Stdio::null());
+    cmd
+}
+
+fn ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Each path under `root` whose mode is not owner-only, with its mode.
+fn not_owner_only(root: &Path) -> Vec<(PathBuf, u32)> {
+    let mut wrong = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        let mode = meta.permissions().mode() & 0o7777;
+        let executable_file = meta.is_file() && mode & 0o100 != 0;
+        let expected = if meta.is_dir() || executable_file {
+            0o700
+        } else {
+            0o600
+        };
+        if mode != expected {
+            wrong.push((p.clone(), mode));
+        }
+        if meta.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+        }
+    }
+    wrong.sort();
+    wrong
+}
+
+fn kinds_under(root: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if let Ok(entries) = std::fs::read_dir(&p) {
+            for e in entries {
+                let path = e.unwrap().path();
+                names.push(path.file_name().unwrap().to_string_lossy().into_owned());
+                stack.push(path);
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn everything_under_dot_murmur_is_owner_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    ok(mur(&home, &root).args(["new", "--roster", "team"]));
+    let project = root.join("team");
+    // An executable file in a capsule, so the unpacked copy holds one.
+    let script = project.join("helper/run.sh");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(mur(&home, &project).args(["install", "lead", "helper"]));
+    ok(mur(&home, &project).args(["install", "--global", "lead"]));
+    ok(mur(&home, &project.join("lead")).arg("pack"));
+    ok(mur(&home, &project).arg("lock"));
+    ok(mur(&home, &project).args(["run", "--roster", "--task", "Say hello."]));
+
+    // While a formation runs: its running records and tokens are there too.
+    let mut launcher = mur(&home, &project)
+        .args(["run", "--roster"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = home.join(".murmur/running");
+    let until = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(&running).map(|d| d.count()).unwrap_or(0) < 2 {
+        assert!(Instant::now() < until, "no running records appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let live = not_owner_only(&home.join(".murmur"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(launcher.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    launcher.wait().unwrap();
+    assert!(live.is_empty(), "not owner-only while running: {live:#?}");
+
+    // A lone session with a task, of a capsule from the global store.
+    let helper = std::fs::read_to_string(project.join("helper/murmur.yaml")).unwrap();
+    let field = |key: &str| {
+        helper
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let (name, version) = (field("name:"), field("version:"));
+    ok(mur(&home, &project).args([
+        "run",
+        "--capsule",
+        &format!("local/{name}"),
+        "--capsule-version",
+        &version,
+        "--task",
+        "Say hello.",
+    ]));
+
+    let murmur = home.join(".murmur");
+    let seen = kinds_under(&murmur);
+    for expected in [
+        "artifacts",
+        "cache",
+        "records",
+        "running",
+        "formations",
+        "formation.json",
+        "trace.jsonl",
+        "MURMUR.md",
+        "result.txt",
+        "run.sh",
+    ] {
+        assert!(
+            seen.iter().any(|s| s == expected),
+            "the run made no {expected}: {seen:?}"
+        );
+    }
+    let after = not_owner_only(&murmur);
+    assert!(after.is_empty(), "not owner-only: {after:#?}");
+    // The project store is owner-only as well.
+    let project_store = not_owner_only(&project.join(".murmur"));
+    assert!(
+        project_store.is_empty(),
+        "not owner-only: {project_store:#?}"
+    );
+}
