@@ -92,7 +92,7 @@ async fn call_member(iters: usize) -> Vec<Duration> {
     let (door, work) = Door::start(config).await.unwrap();
     tokio::spawn(echo(work));
     let token = key.issue("planner", "coder");
-    let peers = Peers::new(vec![("coder".into(), token)], vec!["localhost".into()]);
+    let peers = Peers::new(vec![("coder".into(), token)], vec!["localhost".into()]).unwrap();
     peers.add_doors([("coder".to_string(), door.url())].into());
     let peers = Arc::new(peers);
     let cancel = CancellationToken::new();

@@ -67,21 +67,22 @@ impl Peers {
     /// `tokens`: one per callee, in roster order, as the channel's first line holds
     /// them (`channel::Credentials::tokens`). `allow`: the member's
     /// `capabilities.network.allow` (or empty until [`Peers::set_allow`]).
-    pub fn new(tokens: Vec<(String, FormationToken)>, allow: Vec<String>) -> Peers {
-        let client = reqwest::Client::builder()
-            .no_proxy()
+    pub fn new(
+        tokens: Vec<(String, FormationToken)>,
+        allow: Vec<String>,
+    ) -> Result<Peers, reqwest::Error> {
+        let client = crate::door::client()
             .connect_timeout(Duration::from_secs(10))
             .pool_idle_timeout(POOL_IDLE)
-            .build()
-            .unwrap_or_default();
-        Peers {
+            .build()?;
+        Ok(Peers {
             callees: tokens.iter().map(|(n, _)| n.clone()).collect(),
             tokens: tokens.into_iter().collect(),
             doors: watch::Sender::new(BTreeMap::new()),
             allow: RwLock::new(allow),
             door_wait: timing::scaled(timing::DOOR_URL_WAIT),
             client,
-        }
+        })
     }
 
     /// How long a call waits for a door URL not yet arrived (default: the spec's
@@ -348,7 +349,7 @@ mod tests {
             "coder".to_string(),
             FormationToken::from_secret("mft1.x.y".into()),
         )];
-        Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect())
+        Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect()).unwrap()
     }
 
     // W-RUN-008 and the call path are one rule: for each entry, a call to a door at
@@ -409,17 +410,23 @@ mod tests {
             "{}",
             w.message
         );
-        assert!(Peers::new(vec![], vec![]).network_warning("p").is_none());
+        assert!(
+            Peers::new(vec![], vec![])
+                .unwrap()
+                .network_warning("p")
+                .is_none()
+        );
     }
 
     #[test]
     fn peers_env_names_each_callee_in_roster_order() {
-        assert_eq!(Peers::new(vec![], vec![]).peers_env(), None);
+        assert_eq!(Peers::new(vec![], vec![]).unwrap().peers_env(), None);
         let token = || FormationToken::from_secret("mft1.x.y".into());
         let p = Peers::new(
             vec![("coder".into(), token()), ("reviewer".into(), token())],
             vec![],
-        );
+        )
+        .unwrap();
         assert_eq!(
             p.peers_env().as_deref(),
             Some("coder=http://coder.formation.invalid reviewer=http://reviewer.formation.invalid")

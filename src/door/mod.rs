@@ -44,7 +44,19 @@ use crate::a2a::{AgentSkill, Message};
 use crate::credential::VerifyKey;
 
 pub use server::SESSION_EXTENSION_URI;
+/// The JSON-RPC envelope reader, public for fuzz/ (fuzz_targets/rpc_request.rs).
+pub use server::{Call, parse_envelope};
 pub use tasks::{TaskEnded, TaskHandle, TaskStore};
+
+/// How every part of mur that talks to a door builds its HTTP client: plain HTTP on
+/// 127.0.0.1, no proxy, and no certificate store. Doors never speak TLS, and a
+/// `FROM scratch` image has no system CA certificates: reqwest's default verifier
+/// would refuse to build there.
+pub fn client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .no_proxy()
+        .tls_certs_only(std::iter::empty())
+}
 
 /// Who is calling: the credential a request was let in with. Its text form is the
 /// one the spec and the trace use.
@@ -118,6 +130,22 @@ pub struct CardInfo {
     pub description: String,
     pub version: String,
     pub skills: Vec<AgentSkill>,
+}
+
+/// The card's skills for a capsule: those its manifest declares, else one default
+/// (`Manifest::card_skills`).
+pub fn card_skills(manifest: &crate::manifest::Manifest) -> Vec<AgentSkill> {
+    manifest
+        .card_skills()
+        .into_iter()
+        .map(|s| AgentSkill {
+            id: s.id,
+            name: s.name,
+            description: s.description,
+            tags: s.tags,
+            examples: s.examples,
+        })
+        .collect()
 }
 
 /// Called when the operator sends murmur.StopSession.

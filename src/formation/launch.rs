@@ -241,10 +241,12 @@ impl Launch<'_> {
         let deadline = self.deadline;
         let cancel = CancellationToken::new();
         let mut waits = JoinSet::new();
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .unwrap_or_default();
+        let http = crate::door::client().build().map_err(|e| {
+            Halt::with(Diagnostic::new(
+                E_RUN_045,
+                format!("cannot make the HTTP client that probes doors: {e}"),
+            ))
+        })?;
         for (index, mut peer) in self.started.drain(..).enumerate() {
             let (formation, cancel, http) = (formation.to_string(), cancel.clone(), http.clone());
             let own = peer.started_at + timing::scaled(timing::READINESS);

@@ -44,7 +44,7 @@ async fn peer(script: &str, limit: Duration) -> Result<Ready, NotReady> {
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let started = Instant::now();
-    let http = reqwest::Client::new();
+    let http = crate::door::client().build().unwrap();
     wait(
         &mut child,
         &mut stdout,

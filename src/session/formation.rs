@@ -109,7 +109,9 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Place> {
     if lifeline.is_none() {
         warn(&by_hand(&formation_id));
     }
-    let peers = Arc::new(Peers::new(creds.tokens, Vec::new()));
+    let peers = Peers::new(creds.tokens, Vec::new())
+        .map_err(|e| refuse(format!("cannot make the HTTP client for calls: {e}")))?;
+    let peers = Arc::new(peers);
     peers.follow(reader);
     Ok(Place::Member(Box::new(Membership {
         formation_id,

@@ -287,7 +287,8 @@ async fn a_token_for_another_door_is_refused_with_403() {
     // planner holds a token for coder only; file it under reviewer's door.
     let token = key.issue("planner", "coder");
     let p =
-        mur::call_member::Peers::new(vec![("reviewer".into(), token)], vec!["localhost".into()]);
+        mur::call_member::Peers::new(vec![("reviewer".into(), token)], vec!["localhost".into()])
+            .unwrap();
     p.add_doors([("reviewer".to_string(), reviewer.url())].into());
     let calls = calls("t1", Arc::new(p), None, fast());
     let out = calls.call("c1", "reviewer", "review it").await;
@@ -441,10 +442,10 @@ async fn a_door_url_arriving_late_is_waited_for() {
     let (coder, work) = door(&key, "coder", Acceptance::Single).await;
     tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
     let token = key.issue("planner", "coder");
-    let p = Arc::new(mur::call_member::Peers::new(
-        vec![("coder".into(), token)],
-        vec!["localhost".into()],
-    ));
+    let p = Arc::new(
+        mur::call_member::Peers::new(vec![("coder".into(), token)], vec!["localhost".into()])
+            .unwrap(),
+    );
     let calls = calls("t1", p.clone(), None, fast());
     let pending = tokio::spawn({
         let calls = calls.clone();
@@ -459,6 +460,7 @@ async fn a_door_url_arriving_late_is_waited_for() {
     // Never arriving: a clear error after the wait.
     let token = key.issue("planner", "coder");
     let p = mur::call_member::Peers::new(vec![("coder".into(), token)], vec!["localhost".into()])
+        .unwrap()
         .with_door_wait(Duration::from_millis(50));
     let out = calls_for(p).call("c1", "coder", "x").await;
     assert_eq!(
@@ -631,7 +633,7 @@ async fn a_task_taken_just_after_the_caller_ended_is_canceled() {
 #[tokio::test]
 async fn the_tool_exists_only_with_callees_and_names_only_them() {
     let key = FormationKey::mint().unwrap();
-    let none = mur::call_member::Peers::new(Vec::new(), vec!["localhost".into()]);
+    let none = mur::call_member::Peers::new(Vec::new(), vec!["localhost".into()]).unwrap();
     assert!(CallMember::new(calls("t1", Arc::new(none), None, fast())).is_none());
     let p = peers(
         &key,

@@ -352,3 +352,26 @@ fn a_lone_session_reports_host_warnings_itself() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&reported.stderr).contains("W-SEC-013"));
 }
+
+/// A `FROM scratch` image has no system CA certificates. Doors speak plain HTTP on
+/// 127.0.0.1, so neither the launcher's readiness probe nor a member's calls may
+/// depend on a certificate store: here the store is an empty file and an empty
+/// directory (what rustls-native-certs reads in place of the system's).
+#[test]
+fn a_formation_runs_where_the_system_has_no_ca_certificates() {
+    let w = world(false);
+    let empty = w.root.join("no-certs");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(empty.join("none.pem"), "").unwrap();
+    let out = mur(&w.home)
+        .args(["run", "--roster", "--task", "Plan a picnic."])
+        .current_dir(&w.project)
+        .env("SSL_CERT_FILE", empty.join("none.pem"))
+        .env("SSL_CERT_DIR", &empty)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!out.stdout.is_empty(), "the entry member's result");
+}

@@ -41,7 +41,7 @@ pub fn peers(
         .iter()
         .map(|(to, _)| (to.to_string(), key.issue(from, to)))
         .collect();
-    let p = Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect());
+    let p = Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect()).unwrap();
     p.add_doors(
         callees
             .iter()
