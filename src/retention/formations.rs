@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{Policy, Removal, Removed};
+use super::{Policy, Removal, Removed, set_aside, set_aside_before};
 use crate::formation::marker::Marker;
 use crate::ids::FormationId;
 use crate::paths;
@@ -108,30 +108,22 @@ fn protected(formation: &str, current: &str, marker: &Marker, running: &Running)
         }
 }
 
-/// Removes a formation directory and its members' records. The directory is first
-/// renamed aside, so a pass killed midway leaves a `.trash-` entry the next pass
-/// finishes, never a half-removed directory that has lost its marker.
+/// Removes a formation directory and its members' records. The directory is set
+/// aside first, so a pass killed midway leaves an entry the next pass finishes, never
+/// a half-removed directory that has lost its marker.
 fn remove(dirs: &Dirs, formation: &str) -> io::Result<()> {
-    let trash = dirs.formations.join(format!(".trash-{formation}"));
-    std::fs::rename(dirs.formations.join(formation), &trash)?;
+    let aside = set_aside(&dirs.formations.join(formation))?;
     match std::fs::remove_dir_all(dirs.records_of(formation)) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    std::fs::remove_dir_all(&trash)
+    std::fs::remove_dir_all(&aside)
 }
 
 fn sweep_trash(dirs: &Dirs) {
-    let Ok(entries) = std::fs::read_dir(&dirs.formations) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(formation) = name.to_str().and_then(|n| n.strip_prefix(".trash-")) else {
-            continue;
-        };
-        let _ = std::fs::remove_dir_all(dirs.records_of(formation));
-        let _ = std::fs::remove_dir_all(entry.path());
+    for (aside, formation) in set_aside_before(&dirs.formations) {
+        let _ = std::fs::remove_dir_all(dirs.records_of(&formation));
+        let _ = std::fs::remove_dir_all(aside);
     }
 }
 

@@ -6,8 +6,11 @@
 //! Both rank what they may remove newest first (the UUIDv7 in an id sorts by time),
 //! ask [`Policy::reason`] whether rank and age put it out of bounds, never touch the
 //! current item, a newer one or one still running, and report each removal with
-//! [`Removal::line`].
+//! [`Removal::line`]. Both remove by [`set_aside`] first, so a pass killed midway
+//! never leaves a half-removed item: the next pass finishes it ([`set_aside_before`]).
 
+use std::io;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::ids::{FormationId, SessionId};
@@ -16,6 +19,33 @@ pub mod formations;
 pub mod sessions;
 
 pub use formations::{Dirs, Running, pass};
+
+/// The prefix of an item a pass has set aside and not yet deleted.
+const ASIDE: &str = ".trash-";
+
+/// Renames `dir` to `.trash-<name>` beside it: one atomic step after which the item
+/// is gone as a whole (no reader finds it half there), before the slow delete.
+fn set_aside(dir: &Path) -> io::Result<PathBuf> {
+    let name = dir.file_name().ok_or(io::ErrorKind::InvalidInput)?;
+    let aside = dir.with_file_name(format!("{ASIDE}{}", name.to_string_lossy()));
+    std::fs::rename(dir, &aside)?;
+    Ok(aside)
+}
+
+/// What an earlier, killed pass set aside in `parent`: each entry's path and the name
+/// it had. The pass deletes them before it starts.
+fn set_aside_before(parent: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.strip_prefix(ASIDE)?.to_string();
+            Some((e.path(), name))
+        })
+        .collect()
+}
 
 /// The two keys of `trace.retain`. None on both: nothing is ever removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

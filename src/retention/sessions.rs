@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{Policy, Removal, Removed};
+use super::{Policy, Removal, Removed, set_aside, set_aside_before};
 use crate::ids::SessionId;
 use crate::trace;
 
@@ -26,6 +26,9 @@ pub fn pass(current_dir: &Path, policy: &Policy, live: &[String], now: SystemTim
     ) else {
         return Vec::new();
     };
+    for (aside, _) in set_aside_before(parent) {
+        let _ = std::fs::remove_dir_all(aside);
+    }
     let mut sessions: Vec<(SessionId, PathBuf)> = std::fs::read_dir(parent)
         .map(|entries| {
             entries
@@ -50,7 +53,9 @@ pub fn pass(current_dir: &Path, policy: &Policy, live: &[String], now: SystemTim
         let Some(reason) = policy.reason(rank, id.minted_at(), now) else {
             continue;
         };
-        if std::fs::remove_dir_all(path).is_ok() {
+        // Once set aside the session is gone; a failed delete is finished next pass.
+        if let Ok(aside) = set_aside(path) {
+            let _ = std::fs::remove_dir_all(aside);
             removed.push(Removal {
                 removed: Removed::Session(id.clone()),
                 reason,
@@ -142,5 +147,23 @@ mod tests {
         assert_eq!(removed[0].reason, Reason::MaxAge);
         let none = Policy::default();
         assert!(pass(&root.path().join(&current), &none, &[], later).is_empty());
+    }
+
+    #[test]
+    fn a_session_a_killed_pass_set_aside_is_deleted_by_the_next() {
+        let root = tempfile::tempdir().unwrap();
+        let old = session(root.path(), "local/a");
+        let current = session(root.path(), "local/a");
+        // What a pass killed between its rename and its delete leaves.
+        let aside = root.path().join(format!(".trash-{old}"));
+        std::fs::rename(root.path().join(&old), &aside).unwrap();
+        let retain = Policy {
+            max_sessions: Some(5),
+            max_age: None,
+        };
+        let removed = pass(&root.path().join(&current), &retain, &[], SystemTime::now());
+        assert!(removed.is_empty(), "nothing was in bounds to remove");
+        assert!(!aside.exists(), "the set-aside session is deleted");
+        assert!(root.path().join(&current).is_dir());
     }
 }

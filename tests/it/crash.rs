@@ -1,7 +1,9 @@
-//! Crash safety: `mur install`, `mur pack`, `mur lock` and a session writing its
-//! records are killed with SIGKILL at random moments, many times. Afterwards the
-//! stores, the lock and the records are consistent (no partial artifact, the lock old
-//! or new and never torn, every trace line whole JSON) and the next command works.
+//! Crash safety: `mur install`, `mur pack`, `mur lock`, a session writing its
+//! records, a formation's launch and the retention passes are killed with SIGKILL at
+//! random moments, many times. Afterwards the stores, the lock, the formation
+//! directories and the records are consistent (no partial artifact, the lock old or
+//! new and never torn, every trace line whole JSON, no half-removed session or
+//! formation) and the next command works.
 //!
 //! The moments come from a seed, printed at the start of each test; set
 //! MUR_CRASH_SEED to run the same moments again.
@@ -64,6 +66,70 @@ fn kill_after(mut cmd: Command, after: Duration) {
     std::thread::sleep(after);
     let _ = child.kill();
     child.wait().unwrap();
+}
+
+/// Like [`kill_after`], with `cmd` in a process group of its own that gets the
+/// SIGKILL: a launcher and every member in its group.
+fn kill_group_after(mut cmd: Command, after: Duration) {
+    use std::os::unix::process::CommandExt;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    child.wait().unwrap();
+}
+
+/// Waits until no session a running record names is still alive: what a killed
+/// launch left winds down through its lifelines.
+fn sessions_gone(home: &Path) {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let live: Vec<i32> = std::fs::read_dir(home.join(".murmur/running"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| {
+                        let v: serde_json::Value =
+                            serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+                        let pid = nix::unistd::Pid::from_raw(v["pid"].as_i64()? as i32);
+                        nix::sys::signal::kill(pid, None)
+                            .is_ok()
+                            .then_some(pid.as_raw())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if live.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < until, "sessions still running: {live:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every trace under `dir` holds whole JSON lines, each ended.
+fn whole_traces(dir: &Path, round: usize) {
+    for trace in traces(dir) {
+        let text = std::fs::read_to_string(&trace).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(line).is_ok(),
+                "round {round}: {}:{} is not whole JSON: {line}",
+                trace.display(),
+                i + 1
+            );
+        }
+        assert!(
+            text.is_empty() || text.ends_with('\n'),
+            "round {round}: {}",
+            trace.display()
+        );
+    }
 }
 
 /// A capsule with 1 MiB of incompressible data, so each command takes a while.
@@ -244,22 +310,7 @@ fn a_session_killed_at_random_leaves_whole_trace_lines() {
     let span = timed(run());
     for round in 0..ROUNDS {
         kill_after(run(), at.within(span));
-        for trace in traces(&w.home.join(".murmur/records")) {
-            let text = std::fs::read_to_string(&trace).unwrap();
-            for (i, line) in text.lines().enumerate() {
-                assert!(
-                    serde_json::from_str::<serde_json::Value>(line).is_ok(),
-                    "round {round}: {}:{} is not whole JSON: {line}",
-                    trace.display(),
-                    i + 1
-                );
-            }
-            assert!(
-                text.is_empty() || text.ends_with('\n'),
-                "round {round}: {}",
-                trace.display()
-            );
-        }
+        whole_traces(&w.home.join(".murmur/records"), round);
     }
     let o = run().output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -279,4 +330,103 @@ fn traces(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// `trace.retain` that keeps two: every run then ends with a retention pass.
+const RETAIN_TWO: &str = "trace:\n  retain:\n    max_sessions: 2\n";
+
+#[test]
+fn a_session_s_retention_pass_killed_at_random_leaves_no_half_removed_session() {
+    let w = World::new();
+    let mut at = Moments::new("session retention");
+    let dir = w.path("demo");
+    write_capsule(&dir, "demo", "1.0.0");
+    let manifest = manifest_text("demo", "1.0.0") + RETAIN_TWO;
+    std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+    w.mur().arg("install").arg(&dir).assert().success();
+    let run = || {
+        let mut cmd = w.mur();
+        cmd.args([
+            "run",
+            "--capsule",
+            "local/demo",
+            "--capsule-version",
+            "1.0.0",
+            "--task",
+            "hi",
+        ]);
+        cmd
+    };
+    let span = timed(run());
+    let records = w
+        .home
+        .join(".murmur/records")
+        .join(w.proj.strip_prefix("/").unwrap());
+    for round in 0..ROUNDS {
+        kill_after(run(), at.within(span));
+        // Every session folder still there is whole: it has its trace, whole lines.
+        for name in visible(&records) {
+            assert!(
+                records.join(&name).join("trace.jsonl").is_file(),
+                "round {round}: {name} lost its trace"
+            );
+        }
+        whole_traces(&records, round);
+    }
+    let o = run().output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let left: Vec<String> = std::fs::read_dir(&records)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "two kept, nothing set aside left: {left:?}");
+}
+
+#[test]
+fn a_formation_launch_killed_at_random_leaves_whole_formation_directories() {
+    let w = World::new();
+    let mut at = Moments::new("formation");
+    w.mur().args(["new", "--roster", "team"]).assert().success();
+    let team = w.proj.join("team");
+    let lead = team.join("lead/murmur.yaml");
+    let manifest = std::fs::read_to_string(&lead).unwrap() + RETAIN_TWO;
+    std::fs::write(&lead, manifest).unwrap();
+    w.mur_in(&team)
+        .args(["install", "lead", "helper"])
+        .assert()
+        .success();
+    let run = || {
+        let mut cmd = w.mur_in(&team);
+        cmd.args(["run", "--roster", "--task", "Plan a picnic."]);
+        cmd
+    };
+    let span = timed(run());
+    let formations = w.home.join(".murmur/formations");
+    for round in 0..ROUNDS {
+        kill_group_after(run(), at.within(span));
+        sessions_gone(&w.home);
+        // Each formation directory holds its whole marker, or is empty: a launch
+        // killed between making the directory and writing the marker (the spec's
+        // directory with no marker, never removed automatically).
+        for name in visible(&formations) {
+            let dir = formations.join(&name);
+            let whole = std::fs::read(dir.join("formation.json"))
+                .is_ok_and(|t| serde_json::from_slice::<serde_json::Value>(&t).is_ok());
+            assert!(
+                whole || visible(&dir).is_empty(),
+                "round {round}: {name} holds {:?} without a whole formation.json",
+                visible(&dir)
+            );
+        }
+        whole_traces(&w.home.join(".murmur/records"), round);
+        let ps = w.mur().args(["ps", "--json"]).output().unwrap();
+        assert!(ps.status.success(), "round {round}: {}", stderr(&ps));
+    }
+    let o = run().output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        visible(&formations).len() <= 2,
+        "the last pass keeps two: {:?}",
+        visible(&formations)
+    );
 }
