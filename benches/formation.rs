@@ -15,6 +15,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 #[path = "../tests/it/support/clean.rs"]
 mod clean;
+#[path = "support/measure.rs"]
+mod measure;
+
+use measure::median;
 
 const SIZES: [usize; 3] = [2, 8, 32];
 const RUNS: usize = 5;
@@ -109,11 +113,6 @@ fn entry_task_start(home: &Path, project: &Path) -> Option<SystemTime> {
         }
     }
     None
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn main() {

@@ -23,6 +23,10 @@ use serde_json::{Value, json};
 
 #[path = "../tests/it/support/clean.rs"]
 mod clean;
+#[path = "support/measure.rs"]
+mod measure;
+
+use measure::{Conn, cpu_of, load, median, vm_rss_mib};
 
 const RUNS: usize = 5;
 const CONNECTIONS: usize = 8;
@@ -214,42 +218,6 @@ fn python_with_sdk() -> Result<PathBuf, String> {
     }
 }
 
-fn vm_rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib / 1024.0
-}
-
-/// User + system CPU time of a process, from /proc/<pid>/stat.
-fn cpu_of(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    // After the command: state is field 3, utime 14 and stime 15 (1-based).
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    Duration::from_micros(ticks * 1_000_000 / hz)
-}
-
-fn load() -> String {
-    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn send_body() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
         "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}})
@@ -260,54 +228,6 @@ struct Rate {
     requests: u64,
     rps: f64,
     server_cpu_us: f64,
-}
-
-/// One kept-alive HTTP/1.1 connection, reading answers by their Content-Length.
-struct Conn {
-    stream: tokio::net::TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    async fn open(addr: &str) -> Conn {
-        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        stream.set_nodelay(true).unwrap();
-        Conn {
-            stream,
-            buf: Vec::with_capacity(16 * 1024),
-        }
-    }
-
-    /// Sends `request`; the answer's body, which must come with status 200.
-    async fn call(&mut self, request: &[u8]) -> &[u8] {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        self.stream.write_all(request).await.unwrap();
-        self.buf.clear();
-        let mut chunk = [0u8; 16 * 1024];
-        let (head, length) = loop {
-            let n = self.stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "the server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&self.buf[..end]).to_ascii_lowercase();
-                assert!(head.starts_with("http/1.1 200"), "{head}");
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .unwrap_or_else(|| panic!("no content-length: {head}"))
-                    .trim()
-                    .parse()
-                    .unwrap();
-                break (end + 4, length);
-            }
-        };
-        while self.buf.len() < head + length {
-            let n = self.stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "the server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-        &self.buf[head..head + length]
-    }
 }
 
 /// The bytes of one POST of `body` to `server`, with its bearer token.

@@ -189,7 +189,7 @@ impl Default for Limits {
             body_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
             cache_verified_tokens: true,
-            max_tasks: 10_000,
+            max_tasks: 1_000,
         }
     }
 }
