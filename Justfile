@@ -15,8 +15,10 @@ test:
 bench: bench-setup
     cargo bench
 
-# Python a2a-sdk 1.3.0 with uvicorn in .venv: the session benchmark's reference server.
+# The session benchmark's peers: the Rust A2A SDK server (benches/rust_sdk_server, a
+# package of its own) and Python a2a-sdk 1.3.0 with uvicorn in .venv.
 bench-setup:
+    CARGO_TARGET_DIR=target/rust_sdk_server cargo build --release --locked --manifest-path benches/rust_sdk_server/Cargo.toml
     test -x .venv/bin/python || python3 -m venv .venv
     .venv/bin/pip install -q -r benches/a2a_sdk_server/requirements.txt
 

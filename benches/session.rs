@@ -1,15 +1,21 @@
-//! One `mur run` session beside a minimal A2A server on the official Python SDK
-//! (`a2a-sdk` 1.3.0, `benches/a2a_sdk_server/server.py`), measured in the same run:
-//! - start-up: spawn to the Agent Card answering (goal for mur: under 20 ms);
-//! - idle RSS: VmRSS of the idle server after start-up (goal for mur: under 15 MiB);
-//! - throughput: SendMessage and GetTask requests/s on loopback with a bearer token,
-//!   from `CONNECTIONS` concurrent connections in this process (goal: mur at least
-//!   20 times the a2a-sdk server).
+//! One `mur run` session beside the peers a user could pick instead, measured in the
+//! same run, in alternating rounds:
+//! - the official Rust A2A SDK (a2a-server-lf 0.4, benches/rust_sdk_server), an echo
+//!   executor, bearer auth as an axum layer;
+//! - a bare axum floor (the same binary, `--floor`: the bearer layer and a canned
+//!   answer), what any Rust HTTP server with auth costs at least;
+//! - the official Python SDK (`a2a-sdk` 1.3.0, benches/a2a_sdk_server/server.py).
 //!
-//! `just bench` (or `cargo bench --bench session` after `just bench-setup`).
-//! `MUR_BENCH_SECS` sets each throughput run's length (default 2);
-//! `MUR_A2A_SDK_PYTHON` names another interpreter than `.venv/bin/python`. Without a
-//! Python that has the SDK, mur's numbers are printed and the comparison is skipped.
+//! Each round starts each server afresh: start-up (spawn to the Agent Card answering),
+//! idle RSS, then SendMessage, GetTask and ListTasks from 8 and from 64 kept-alive
+//! connections, each for `MUR_BENCH_SECS` (default 2). Goals (issue 19): SendMessage
+//! ≥ 1.2× the Rust SDK's requests/s, GetTask ≥ 1.5× and ≥ 0.8× the floor, ListTasks
+//! ≥ 3×, start-up and idle RSS no worse than the Rust SDK's.
+//!
+//! `just bench` (or `cargo bench --bench session` after `just bench-setup`, which builds
+//! the Rust SDK server and the a2a-sdk venv). `MUR_BENCH_ROUNDS` sets the rounds
+//! (default 5); `MUR_A2A_SDK_PYTHON` names another interpreter than `.venv/bin/python`.
+//! A peer that is not built is skipped and said so.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -29,7 +35,6 @@ mod measure;
 use measure::{Conn, cpu_of, load, median, vm_rss_mib};
 
 const RUNS: usize = 5;
-const CONNECTIONS: usize = 8;
 /// A bound on each throughput run besides its length.
 const MAX_REQUESTS: u64 = 500_000;
 
@@ -65,7 +70,7 @@ impl Drop for Server {
 }
 
 /// A project with one installed capsule on the built-in transport, whose door needs a
-/// token, queueing enough tasks for `CONNECTIONS` blocking callers.
+/// token, queueing enough tasks for 64 blocking callers.
 fn project(home: &Path) -> PathBuf {
     let project = home.join("project");
     let capsule = project.join("src").join("echo");
@@ -73,7 +78,7 @@ fn project(home: &Path) -> PathBuf {
     std::fs::write(
         capsule.join("murmur.yaml"),
         "name: echo\nversion: 1.0.0\ndescription: Bench session.\nagent:\n  transport: builtin\n\
-         lifecycle:\n  task_acceptance: queue\n  queue_depth: 64\nnetwork:\n  authentication: {}\n",
+         lifecycle:\n  task_acceptance: queue\n  queue_depth: 128\nnetwork:\n  authentication: {}\n",
     )
     .unwrap();
     let out = clean::clean_mur()
@@ -152,16 +157,13 @@ fn start_mur(home: &Path, project: &Path) -> (Server, Duration) {
     (server, took)
 }
 
-/// Spawns the a2a-sdk server; the server and the time from spawn to the card answering.
-fn start_python(python: &Path) -> (Server, Duration) {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/benches/a2a_sdk_server/server.py"
-    );
+/// Spawns a peer server that takes its bearer token on stdin (never on the command
+/// line) and prints its port: the a2a-sdk server, the Rust SDK server, the floor.
+/// The server and the time from spawn to the card answering.
+fn start_peer(mut cmd: Command) -> (Server, Duration) {
     let token = mur::running::new_token();
     let started = Instant::now();
-    let mut child = Command::new(python)
-        .arg(script)
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -176,7 +178,6 @@ fn start_python(python: &Path) -> (Server, Duration) {
         token,
         stdout,
     };
-    // The token goes over stdin, never on the command line.
     writeln!(stdin, "{}", server.token).unwrap();
     drop(stdin);
     let mut line = String::new();
@@ -184,12 +185,39 @@ fn start_python(python: &Path) -> (Server, Duration) {
     let port: u16 = line
         .trim()
         .parse()
-        .unwrap_or_else(|_| panic!("no port from the a2a-sdk server: {line:?}"));
+        .unwrap_or_else(|_| panic!("no port from the peer server: {line:?}"));
     server.url = format!("http://127.0.0.1:{port}/");
     card(&server.url);
-    let took = started.elapsed();
-    (server, took)
+    (server, started.elapsed())
 }
+
+fn python_peer(python: &Path) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/a2a_sdk_server/server.py"
+    ));
+    cmd
+}
+
+/// The Rust SDK server (benches/rust_sdk_server), built by `just bench-setup`; with
+/// `floor`, its bare axum route instead of the SDK.
+fn rust_peer(floor: bool) -> Result<Command, String> {
+    let bin = Path::new(RUST_SDK_SERVER);
+    if !bin.is_file() {
+        return Err(format!("{RUST_SDK_SERVER} is not built"));
+    }
+    let mut cmd = Command::new(bin);
+    if floor {
+        cmd.arg("--floor");
+    }
+    Ok(cmd)
+}
+
+const RUST_SDK_SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/target/rust_sdk_server/release/rust-sdk-server"
+);
 
 /// The interpreter with the SDK, or why there is none.
 fn python_with_sdk() -> Result<PathBuf, String> {
@@ -224,8 +252,8 @@ fn send_body() -> Value {
 }
 
 /// A throughput run: requests/s, and the server's CPU µs per request.
+#[derive(Clone, Copy)]
 struct Rate {
-    requests: u64,
     rps: f64,
     server_cpu_us: f64,
 }
@@ -244,13 +272,13 @@ fn request(server: &Server, addr: &str, body: &Value) -> Vec<u8> {
     request
 }
 
-/// `CONNECTIONS` callers send `method` (SendMessage, or GetTask of one finished task)
-/// for `run`; every answer must be a JSON-RPC result, never an error.
+/// `connections` callers send `method` (SendMessage, GetTask of one finished task, or
+/// ListTasks) for `run`; every answer must be a JSON-RPC result, never an error.
 ///
 /// The callers are one thread multiplexing kept-alive connections (as wrk does),
 /// each sending the same request bytes: a request costs the client a write and a
 /// read or two, so on two cores the servers, not the client, set the pace.
-fn throughput(server: &Server, method: &str, run: Duration) -> Rate {
+fn throughput(server: &Server, method: &str, connections: usize, run: Duration) -> Rate {
     let addr = server
         .url
         .trim_start_matches("http://")
@@ -267,10 +295,12 @@ fn throughput(server: &Server, method: &str, run: Duration) -> Rate {
     });
     let task = &first["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
-    let body = if method == "GetTask" {
-        json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}})
-    } else {
-        send_body()
+    let body = match method {
+        "GetTask" => {
+            json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}})
+        }
+        "ListTasks" => json!({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}}),
+        _ => send_body(),
     };
     let request = Arc::new(request(server, &addr, &body));
     let done = Arc::new(AtomicU64::new(0));
@@ -278,7 +308,7 @@ fn throughput(server: &Server, method: &str, run: Duration) -> Rate {
     let start = Instant::now();
     let deadline = start + run;
     rt.block_on(async {
-        let callers: Vec<_> = (0..CONNECTIONS)
+        let callers: Vec<_> = (0..connections)
             .map(|_| {
                 let (addr, request, done) = (addr.clone(), request.clone(), done.clone());
                 tokio::spawn(async move {
@@ -303,53 +333,81 @@ fn throughput(server: &Server, method: &str, run: Duration) -> Rate {
     let n = done.load(Ordering::Relaxed) as f64;
     let cpu = (cpu_of(server.pid()) - cpu_start).as_secs_f64();
     Rate {
-        requests: n as u64,
         rps: n / elapsed,
         server_cpu_us: cpu * 1e6 / n,
     }
 }
 
-/// What one server measured.
-struct Measured {
-    start_up: Duration,
+/// The calls measured, each at every connection count.
+const METHODS: [&str; 3] = ["SendMessage", "GetTask", "ListTasks"];
+const CONNECTIONS: [usize; 2] = [8, 64];
+
+/// One server under measurement: how to start it, and what it measured.
+struct Peer {
+    name: &'static str,
+    start: Box<dyn Fn() -> (Server, Duration)>,
+    start_up: Vec<Duration>,
     idle_rss: f64,
-    send: Rate,
-    get: Rate,
     rss_after: f64,
+    /// (method, connections) -> each round's rate.
+    rates: std::collections::BTreeMap<(&'static str, usize), Vec<Rate>>,
 }
 
-fn measure(start: impl Fn() -> (Server, Duration), run: Duration) -> Measured {
-    let mut times = Vec::new();
-    for _ in 0..RUNS {
-        let (server, took) = start();
-        times.push(took);
-        drop(server);
+impl Peer {
+    fn new(name: &'static str, start: impl Fn() -> (Server, Duration) + 'static) -> Peer {
+        Peer {
+            name,
+            start: Box::new(start),
+            start_up: Vec::new(),
+            idle_rss: 0.0,
+            rss_after: 0.0,
+            rates: Default::default(),
+        }
     }
-    let (server, _) = start();
-    // Let start-up's last allocations settle before reading the idle footprint.
-    std::thread::sleep(Duration::from_millis(500));
-    let idle_rss = vm_rss_mib(server.pid());
-    let send = throughput(&server, "SendMessage", run);
-    let get = throughput(&server, "GetTask", run);
-    let rss_after = vm_rss_mib(server.pid());
-    Measured {
-        start_up: median(times),
-        idle_rss,
-        send,
-        get,
-        rss_after,
+
+    /// One round: a fresh server, its start-up, idle RSS, every call at every count.
+    fn round(&mut self, run: Duration) {
+        let (server, took) = (self.start)();
+        self.start_up.push(took);
+        // Let start-up's last allocations settle before reading the idle footprint.
+        std::thread::sleep(Duration::from_millis(300));
+        self.idle_rss = vm_rss_mib(server.pid());
+        for method in METHODS {
+            for connections in CONNECTIONS {
+                let rate = throughput(&server, method, connections, run);
+                self.rates
+                    .entry((method, connections))
+                    .or_default()
+                    .push(rate);
+            }
+        }
+        self.rss_after = vm_rss_mib(server.pid());
+    }
+
+    /// The median requests/s of a call, and the spread (min–max) of the rounds.
+    fn rps(&self, method: &str, connections: usize) -> (f64, f64, f64) {
+        let mut v: Vec<f64> = self
+            .rates
+            .iter()
+            .find(|((m, c), _)| *m == method && *c == connections)
+            .map(|(_, r)| r.iter().map(|r| r.rps).collect())
+            .unwrap_or_default();
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[0], v[v.len() - 1])
+    }
+
+    fn cpu_us(&self, method: &str, connections: usize) -> f64 {
+        let mut v: Vec<f64> = self.rates[&(peer_key(method), connections)]
+            .iter()
+            .map(|r| r.server_cpu_us)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
     }
 }
 
-/// SendMessage throughput of a session whose HOME (records) is on /dev/shm, if any.
-fn tmpfs_send(run: Duration) -> Option<Rate> {
-    let home = tempfile::tempdir_in("/dev/shm").ok()?;
-    let home = home.path().canonicalize().unwrap();
-    let project = project(&home);
-    let (server, _) = start_mur(&home, &project);
-    let rate = throughput(&server, "SendMessage", run);
-    drop(server);
-    Some(rate)
+fn peer_key(method: &str) -> &'static str {
+    METHODS.into_iter().find(|m| *m == method).unwrap()
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -361,99 +419,132 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2.0);
+    let rounds: usize = std::env::var("MUR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(RUNS);
     let run = Duration::from_secs_f64(secs);
     let home = tempfile::tempdir().unwrap();
     let home = home.path().canonicalize().unwrap();
     let project = project(&home);
     let load_before = load();
 
-    let m = measure(|| start_mur(&home, &project), run);
-    // Results and traces are fsynced in the background (records::Flusher); the same
-    // session with its records on tmpfs shows what that costs.
-    let tmpfs = tmpfs_send(run);
-    let py = match python_with_sdk() {
-        Ok(python) => Ok(measure(|| start_python(&python), run)),
-        Err(why) => Err(why),
-    };
-
-    println!(
-        "session: `mur run` (built-in transport, token required) beside a2a-sdk 1.3.0 \
-         (starlette, uvicorn on uvloop + httptools, bearer checked by Starlette's AuthenticationMiddleware)"
-    );
-    println!(
-        "  load average {load_before} before, {} after; {CONNECTIONS} connections, {secs} s per throughput run",
-        load()
-    );
-    let py_col = |f: &dyn Fn(&Measured) -> String| match &py {
-        Ok(p) => f(p),
-        Err(_) => "skipped".into(),
-    };
-    println!("  {:<44} {:>14} {:>14}", "", "mur", "a2a-sdk");
-    let row = |label: &str, f: &dyn Fn(&Measured) -> String| {
-        println!("  {label:<44} {:>14} {:>14}", f(&m), py_col(f));
-    };
-    row(
-        &format!("start-up to Agent Card (median of {RUNS})"),
-        &|x| format!("{:.1} ms", x.start_up.as_secs_f64() * 1e3),
-    );
-    row("idle RSS (VmRSS)", &|x| format!("{:.1} MiB", x.idle_rss));
-    row("SendMessage (blocking), requests/s", &|x| {
-        format!("{:.0}", x.send.rps)
-    });
-    row("  server CPU µs per SendMessage", &|x| {
-        format!("{:.0}", x.send.server_cpu_us)
-    });
-    if let Some(rate) = &tmpfs {
-        for (label, value) in [
-            (
-                "  same, records on tmpfs (no fsync cost)",
-                format!("{:.0}", rate.rps),
-            ),
-            (
-                "  server CPU µs per SendMessage on tmpfs",
-                format!("{:.0}", rate.server_cpu_us),
-            ),
-        ] {
-            println!("  {label:<44} {value:>14} {:>14}", "-");
+    let mut peers = vec![Peer::new("mur", {
+        let (home, project) = (home.clone(), project.clone());
+        move || start_mur(&home, &project)
+    })];
+    let mut skipped = Vec::new();
+    match rust_peer(false) {
+        Ok(_) => {
+            peers.push(Peer::new("rust-sdk", || {
+                start_peer(rust_peer(false).unwrap())
+            }));
+            peers.push(Peer::new("floor", || start_peer(rust_peer(true).unwrap())));
+        }
+        Err(why) => skipped.push(format!("Rust SDK and floor: {why}")),
+    }
+    match python_with_sdk() {
+        Ok(python) => peers.push(Peer::new("a2a-sdk", move || {
+            start_peer(python_peer(&python))
+        })),
+        Err(why) => skipped.push(format!("a2a-sdk: {why}")),
+    }
+    // Alternating rounds: each server in turn, so a busy minute hits all alike.
+    for _ in 0..rounds {
+        for peer in &mut peers {
+            peer.round(run);
         }
     }
-    row("GetTask, requests/s", &|x| format!("{:.0}", x.get.rps));
-    row("  server CPU µs per GetTask", &|x| {
-        format!("{:.0}", x.get.server_cpu_us)
-    });
-    row("tasks created by the runs", &|x| {
-        format!("{}", x.send.requests + 2)
-    });
-    row("RSS after the throughput runs", &|x| {
-        format!("{:.1} MiB", x.rss_after)
-    });
 
-    let start_ms = m.start_up.as_secs_f64() * 1e3;
+    println!(
+        "session: `mur run` (built-in transport, token required) beside the Rust A2A SDK \
+         (a2a-server-lf 0.4, axum, bearer layer), a bare axum floor (bearer layer, a canned \
+         answer) and a2a-sdk 1.3.0 (uvicorn); {rounds} alternating rounds of {secs} s per call"
+    );
+    println!("  load average {load_before} before, {} after", load());
+    print!("  {:<34}", "");
+    for p in &peers {
+        print!(" {:>20}", p.name);
+    }
+    println!();
+    let row = |label: String, f: &dyn Fn(&Peer) -> String| {
+        print!("  {label:<34}");
+        for p in &peers {
+            print!(" {:>20}", f(p));
+        }
+        println!();
+    };
+    row("start-up to Agent Card (median)".into(), &|p| {
+        format!("{:.1} ms", median(p.start_up.clone()).as_secs_f64() * 1e3)
+    });
+    row("idle RSS".into(), &|p| format!("{:.1} MiB", p.idle_rss));
+    for method in METHODS {
+        for c in CONNECTIONS {
+            row(format!("{method} c{c}, requests/s"), &|p| {
+                let (m, lo, hi) = p.rps(method, c);
+                format!("{m:.0} ({lo:.0}–{hi:.0})")
+            });
+            row("  server CPU µs per call".into(), &|p| {
+                format!("{:.0}", p.cpu_us(method, c))
+            });
+        }
+    }
+    row("RSS after the last round".into(), &|p| {
+        format!("{:.1} MiB", p.rss_after)
+    });
+    for why in &skipped {
+        println!("  skipped: {why} (make it with `just bench-setup`)");
+    }
+
+    let find = |name: &str| peers.iter().find(|p| p.name == name);
+    let mur = find("mur").unwrap();
+    let start_ms = median(mur.start_up.clone()).as_secs_f64() * 1e3;
     println!(
         "  goal start-up < 20 ms: {} ({start_ms:.1} ms)",
         verdict(start_ms < 20.0)
     );
     println!(
         "  goal idle RSS < 15 MiB: {} ({:.1} MiB)",
-        verdict(m.idle_rss < 15.0),
-        m.idle_rss
+        verdict(mur.idle_rss < 15.0),
+        mur.idle_rss
     );
-    match &py {
-        Ok(p) => {
-            for (name, ours, theirs) in [
-                ("SendMessage", &m.send, &p.send),
-                ("GetTask", &m.get, &p.get),
-            ] {
-                let ratio = ours.rps / theirs.rps;
+    if let Some(sdk) = find("rust-sdk") {
+        for (method, goal) in [("SendMessage", 1.2), ("GetTask", 1.5), ("ListTasks", 3.0)] {
+            for c in CONNECTIONS {
+                let ratio = mur.rps(method, c).0 / sdk.rps(method, c).0;
                 println!(
-                    "  goal {name} ≥ 20× a2a-sdk: {} ({ratio:.1}× the requests/s; the server's CPU per request {:.1}× less)",
-                    verdict(ratio >= 20.0),
-                    theirs.server_cpu_us / ours.server_cpu_us
+                    "  goal {method} c{c} ≥ {goal}× the Rust SDK: {} ({ratio:.2}×)",
+                    verdict(ratio >= goal)
                 );
             }
         }
-        Err(why) => {
-            println!("  a2a-sdk comparison skipped: {why} (make it with `just bench-setup`)")
+        let (ours, theirs) = (median(mur.start_up.clone()), median(sdk.start_up.clone()));
+        println!(
+            "  goal start-up no slower than the Rust SDK: {} ({:.1} ms against {:.1} ms)",
+            verdict(ours <= theirs),
+            ours.as_secs_f64() * 1e3,
+            theirs.as_secs_f64() * 1e3
+        );
+        println!(
+            "  goal idle RSS no more than the Rust SDK: {} ({:.1} MiB against {:.1} MiB)",
+            verdict(mur.idle_rss <= sdk.idle_rss),
+            mur.idle_rss,
+            sdk.idle_rss
+        );
+    }
+    if let Some(floor) = find("floor") {
+        for c in CONNECTIONS {
+            let ratio = mur.rps("GetTask", c).0 / floor.rps("GetTask", c).0;
+            println!(
+                "  goal GetTask c{c} ≥ 0.8× the floor: {} ({ratio:.2}×)",
+                verdict(ratio >= 0.8)
+            );
+        }
+    }
+    if let Some(py) = find("a2a-sdk") {
+        for method in METHODS {
+            let ratio = mur.rps(method, 8).0 / py.rps(method, 8).0;
+            println!("  {method} c8 against a2a-sdk: {ratio:.1}×");
         }
     }
 }
