@@ -15,6 +15,11 @@ test:
 bench: bench-setup
     cargo bench
 
+# Every benchmark at its smallest size, once, in the debug build: proves each still
+# runs (CI runs this; its numbers mean nothing). Peers not built are skipped.
+bench-smoke:
+    MUR_BENCH_SMOKE=1 cargo test --bench '*'
+
 # The session benchmark's peers: the Rust A2A SDK server (benches/rust_sdk_server, a
 # package of its own) and Python a2a-sdk 1.3.0 with uvicorn in .venv.
 bench-setup:

@@ -16,11 +16,11 @@ use mur::credential::FormationKey;
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, WorkReceiver};
 use tokio_util::sync::CancellationToken;
 
+#[path = "support/measure.rs"]
+mod measure;
+
 fn main() {
-    let iters: usize = std::env::var("MUR_BENCH_ITERS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2000);
+    let iters: usize = measure::knob("MUR_BENCH_ITERS", 2000, 20);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

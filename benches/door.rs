@@ -12,14 +12,13 @@ use mur::credential::{FormationKey, Verifier};
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, Limits, WorkReceiver};
 use serde_json::json;
 
+#[path = "support/measure.rs"]
+mod measure;
+
 const CONCURRENCY: usize = 32;
 
 fn main() {
-    let secs: u64 = std::env::var("MUR_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
-    let run = Duration::from_secs(secs);
+    let run = Duration::from_secs_f64(measure::knob("MUR_BENCH_SECS", 3.0, 0.2));
     token_checks();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -54,7 +53,7 @@ fn token_checks() {
             Verifier::without_cache(key.verify_key(), "coder"),
         ),
     ] {
-        let n = if label == "cached" { 2_000_000 } else { 20_000 };
+        let n = if label == "cached" { 2_000_000 } else { 20_000 } / measure::sized(1, 1000);
         assert!(verifier.check(token.expose()).is_ok());
         let start = Instant::now();
         for _ in 0..n {

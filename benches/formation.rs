@@ -21,7 +21,10 @@ mod measure;
 use measure::median;
 
 const SIZES: [usize; 3] = [2, 8, 32];
-const RUNS: usize = 5;
+/// Launches per size (one in a smoke run).
+fn runs() -> usize {
+    measure::sized(5, 1)
+}
 /// The busy entry member's harness: reads its task and works on it for a minute.
 const BUSY_HARNESS: &str = "busy-harness.sh";
 
@@ -124,7 +127,7 @@ fn main() {
     for members in SIZES {
         let project = project(&home, members, false);
         let mut launch = Vec::new();
-        for _ in 0..RUNS {
+        for _ in 0..runs() {
             let started = SystemTime::now();
             let out = mur(&home)
                 .args(["run", "--roster", "--task", "Say hello."])
@@ -141,7 +144,7 @@ fn main() {
             launch.push(t.duration_since(started).unwrap_or_default());
         }
         let mut floor = Vec::new();
-        for _ in 0..RUNS {
+        for _ in 0..runs() {
             let started = Instant::now();
             let children: Vec<_> = (0..members)
                 .map(|_| Command::new("true").spawn().unwrap())
@@ -171,7 +174,7 @@ fn main() {
             &["run", "--roster"]
         };
         let mut took = Vec::new();
-        for _ in 0..RUNS {
+        for _ in 0..runs() {
             let mut launcher = mur(&home)
                 .args(args)
                 .current_dir(&project)

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "support/measure.rs"]
+mod measure;
+
 struct Session(Child);
 
 impl Drop for Session {
@@ -25,10 +28,7 @@ impl Drop for Session {
 }
 
 fn main() {
-    let calls: usize = std::env::var("MUR_BENCH_CALLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(500);
+    let calls: usize = measure::knob("MUR_BENCH_CALLS", 500, 20);
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().to_path_buf();
     let capsule = home.join("src/echo");
@@ -78,7 +78,7 @@ fn main() {
         let quiet = p99(&client, &url, &token, calls).await;
         println!("rightful SendMessage, unloaded: p99 {quiet:?}");
         let mut idle = Vec::new();
-        for _ in 0..10_000 {
+        for _ in 0..measure::sized(10_000, 100) {
             match TcpStream::connect(&addr).await {
                 Ok(s) => idle.push(s),
                 Err(_) => break,

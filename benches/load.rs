@@ -164,10 +164,7 @@ fn recorded(home: &Path, session: &str) -> (HashSet<String>, HashSet<String>) {
 }
 
 fn main() {
-    let tasks: usize = std::env::var("MUR_BENCH_TASKS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000);
+    let tasks: usize = measure::knob("MUR_BENCH_TASKS", 10_000, 100);
     let home = tempfile::tempdir().unwrap();
     let home = home.path().canonicalize().unwrap();
     let team = team(&home);

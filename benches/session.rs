@@ -415,14 +415,8 @@ fn verdict(met: bool) -> &'static str {
 }
 
 fn main() {
-    let secs: f64 = std::env::var("MUR_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0);
-    let rounds: usize = std::env::var("MUR_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(RUNS);
+    let secs: f64 = measure::knob("MUR_BENCH_SECS", 2.0, 0.1);
+    let rounds: usize = measure::knob("MUR_BENCH_ROUNDS", RUNS, 1);
     let run = Duration::from_secs_f64(secs);
     let home = tempfile::tempdir().unwrap();
     let home = home.path().canonicalize().unwrap();

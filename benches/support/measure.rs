@@ -5,6 +5,26 @@
 
 use std::time::Duration;
 
+/// `MUR_BENCH_SMOKE=1`: every bench runs its smallest size, once, to prove it still
+/// works (`just bench-smoke`, which CI runs in the debug build); its numbers mean
+/// nothing then.
+pub fn smoke() -> bool {
+    std::env::var_os("MUR_BENCH_SMOKE").is_some_and(|v| v == "1")
+}
+
+/// `full` in a real run, `small` in a smoke run.
+pub fn sized<T>(full: T, small: T) -> T {
+    if smoke() { small } else { full }
+}
+
+/// The number in environment variable `name`, else `full` (`small` in a smoke run).
+pub fn knob<T: std::str::FromStr>(name: &str, full: T, small: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| sized(full, small))
+}
+
 /// VmRSS of a process, in MiB.
 pub fn vm_rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
