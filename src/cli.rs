@@ -10,6 +10,13 @@ use crate::{doctor, explain, lock, pack, scaffold, session, store};
 #[derive(Debug, Parser)]
 #[command(name = "mur", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
+    /// Say less: no banners (what runs, where) and no progress.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Say more: -v shows mur's log (info), -vv debug, -vvv everything. RUST_LOG, when
+    /// set, chooses instead (as tracing's EnvFilter reads it).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
 }

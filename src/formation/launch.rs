@@ -18,7 +18,8 @@ use crate::catalogue::{E_RUN_045, E_RUN_053};
 use crate::channel::{Credentials, Line};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
-use crate::formation::dirs;
+use crate::formation::{announce, dirs};
+pub use crate::formation::announce::Voice;
 use crate::formation::member::{self, Spec, Started};
 use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
@@ -54,6 +55,10 @@ pub struct Options {
     pub task: Option<String>,
     /// `--deadline`: one moment, counted from the launcher's start.
     pub deadline: Option<Duration>,
+    /// When the launcher started (before admission); `None`: when `launch` is called.
+    pub started: Option<(std::time::Instant, SystemTime)>,
+    /// `--json`, `-q`, or neither.
+    pub voice: announce::Voice,
 }
 
 /// Where the launch keeps its state (`~/.murmur/...` outside tests).
@@ -77,10 +82,9 @@ impl Places {
 
 /// Launches `plan` and returns the launcher's exit status once every member stopped.
 pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
-    let started = Instant::now();
-    let deadline = options
-        .deadline
-        .map(|d| (started + d, SystemTime::now() + d));
+    let (started, wall) = options.started.unwrap_or_else(|| (std::time::Instant::now(), SystemTime::now()));
+    let started = Instant::from_std(started);
+    let deadline = options.deadline.map(|d| (started + d, wall + d));
     let key = match FormationKey::mint() {
         Ok(key) => key,
         Err(e) => {
@@ -101,6 +105,9 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         workdirs: Vec::new(),
         started: Vec::new(),
         doors: Vec::new(),
+        up: Vec::new(),
+        launched_at: started,
+        signalled: false,
     };
     let status = launch.run().await;
     drop(key);
@@ -138,6 +145,12 @@ struct Launch<'a> {
     started: Vec<Started>,
     /// Each peer's door URL (`await_doors`), in `peers` order.
     doors: Vec<String>,
+    /// Each peer as it came up (`await_doors`), in `peers` order.
+    up: Vec<announce::MemberUp>,
+    /// When the launcher started.
+    launched_at: Instant,
+    /// The formation ended on a signal to the launcher.
+    signalled: bool,
 }
 
 /// A launch that stops before its entry member ends: the line to print, if any, and
@@ -182,9 +195,48 @@ impl Launch<'_> {
         self.start_peers()?;
         self.await_doors().await?;
         self.hand_out_doors();
-        let entry = self.start_entry()?;
+        let mut entry = self.start_entry()?;
+        let formation = self.announced();
+        let relay = entry
+            .child
+            .stdout
+            .take()
+            .map(|out| announce::relay(out, formation.clone()));
         crate::testing::launcher_balloon();
-        Ok(self.await_end(entry).await)
+        let status = self.await_end(entry).await;
+        if let Some(relay) = relay {
+            let task = self.options.task.is_some();
+            announce::finish(relay, &formation, task, self.signalled, status).await;
+        }
+        Ok(status)
+    }
+
+    /// The formation as `announce` names it: every member in roster order, the
+    /// entry member's session and door to come from its readiness line.
+    fn announced(&self) -> announce::Formation {
+        let members = self
+            .plan
+            .members
+            .iter()
+            .map(|m| {
+                self.up
+                    .iter()
+                    .find(|u| u.name == m.name)
+                    .cloned()
+                    .unwrap_or_else(|| announce::MemberUp {
+                        name: m.name.clone(),
+                        entry: m.entry,
+                        session_id: String::new(),
+                        door: String::new(),
+                    })
+            })
+            .collect();
+        announce::Formation {
+            id: self.key.formation_id().to_string(),
+            voice: self.options.voice,
+            started: self.launched_at,
+            members,
+        }
     }
 
     /// The formation directory's marker first, then every peer's folder, before any
@@ -292,11 +344,20 @@ impl Launch<'_> {
                 status: interrupted.map_or(1, crate::signals::exit_code),
             });
         }
-        (self.started, self.doors) = ready
-            .into_iter()
-            .flatten()
-            .map(|(s, r)| (s, r.door))
-            .unzip();
+        let (started, ready): (Vec<Started>, Vec<Ready>) = ready.into_iter().flatten().unzip();
+        self.started = started;
+        self.doors = ready.iter().map(|r| r.door.clone()).collect();
+        self.up = self
+            .peers
+            .iter()
+            .zip(ready)
+            .map(|(p, r)| announce::MemberUp {
+                name: p.name.clone(),
+                entry: false,
+                session_id: r.session_id,
+                door: r.door,
+            })
+            .collect();
         Ok(())
     }
 
@@ -366,6 +427,7 @@ impl Launch<'_> {
                 status
             }
             End::Signalled => {
+                self.signalled = true;
                 self.started.push(entry);
                 let statuses = stop_all(&mut self.started).await;
                 statuses.last().copied().flatten()

@@ -17,6 +17,7 @@ mod door_trust;
 mod env_docs;
 mod formation_cli;
 mod formation_learns;
+mod first_hour;
 mod formation_real;
 mod fuzz_regressions;
 mod hostile;
