@@ -115,11 +115,9 @@ fn announce(formation: &Formation, entry: &ReadinessLine) {
                 output::stdout_line(text);
             }
         }
-        Voice::Human => output::banner_line(banner(
-            &formation.id,
-            &members,
-            formation.started.elapsed(),
-        )),
+        Voice::Human => {
+            output::banner_line(banner(&formation.id, &members, formation.started.elapsed()))
+        }
     }
 }
 

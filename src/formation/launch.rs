@@ -18,9 +18,9 @@ use crate::catalogue::{E_RUN_045, E_RUN_053};
 use crate::channel::{Credentials, Line};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
-use crate::formation::{announce, dirs};
 pub use crate::formation::announce::Voice;
 use crate::formation::member::{self, Spec, Started};
+use crate::formation::{announce, dirs};
 use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
 use crate::retention::{self, Policy};
@@ -82,7 +82,9 @@ impl Places {
 
 /// Launches `plan` and returns the launcher's exit status once every member stopped.
 pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
-    let (started, wall) = options.started.unwrap_or_else(|| (std::time::Instant::now(), SystemTime::now()));
+    let (started, wall) = options
+        .started
+        .unwrap_or_else(|| (std::time::Instant::now(), SystemTime::now()));
     let started = Instant::from_std(started);
     let deadline = options.deadline.map(|d| (started + d, wall + d));
     let key = match FormationKey::mint() {

@@ -156,7 +156,10 @@ fn refuse_with_roster(args: &RunArgs) -> Result<()> {
             "--lifecycle-task-acceptance",
             args.lifecycle_task_acceptance.is_some(),
         ),
-        ("--lifecycle-after-task", args.lifecycle_after_task.is_some()),
+        (
+            "--lifecycle-after-task",
+            args.lifecycle_after_task.is_some(),
+        ),
         (
             "--lifecycle-idle-timeout",
             args.lifecycle_idle_timeout.is_some(),

@@ -52,14 +52,25 @@ pub fn stop(args: &StopArgs) -> Result<i32> {
     let mut targets: Vec<(String, u32)> = Vec::new();
     if args.id.starts_with("frm_") {
         let dir = paths::formations_dir().join(&args.id);
+        let launcher = format!("the launcher of {}", args.id);
         if let Some(marker) = Marker::read(&dir)
             && marker.launcher_running()
         {
-            targets.push((format!("the launcher of {}", args.id), marker.launcher_pid));
+            targets.push((launcher.clone(), marker.launcher_pid));
         }
         for r in running.list()? {
-            if r.formation_id.as_deref() == Some(args.id.as_str()) && r.formation_member.is_none() {
-                targets.push((r.session_id.clone(), r.pid));
+            if r.formation_id.as_deref() != Some(args.id.as_str()) {
+                continue;
+            }
+            match (&r.formation_member, &r.launcher) {
+                // Started by hand: no launcher ends it.
+                (None, _) => targets.push((r.session_id.clone(), r.pid)),
+                // A formation with no formation.json (no peers, or a marker that could
+                // not be written): its members' records name the launcher.
+                (Some(_), Some(l)) if l.is_alive() && !targets.iter().any(|t| t.1 == l.pid) => {
+                    targets.push((launcher.clone(), l.pid));
+                }
+                _ => {}
             }
         }
     } else if let Some(r) = running.get(&args.id)? {

@@ -219,6 +219,12 @@ impl Stage<'_> {
             records_dir: records.dir.clone(),
             formation_id: formation_id.clone().or(self.unbound_formation.clone()),
             formation_member: self.member.as_ref().map(|m| m.name.clone()),
+            // A member holding a lifeline was started by its launcher, directly.
+            launcher: self
+                .member
+                .as_ref()
+                .filter(|m| m.lifeline.is_some())
+                .and_then(|_| crate::running::Process::parent()),
         };
         let flusher = match records.flusher() {
             Ok(f) => f,
@@ -658,7 +664,8 @@ impl Live {
             }
             Report::Text => {}
             Report::Json => {
-                let line = crate::readiness::OutcomeLine::task(&self.session_id, &task_id, state, text);
+                let line =
+                    crate::readiness::OutcomeLine::task(&self.session_id, &task_id, state, text);
                 if let Ok(json) = serde_json::to_string(&line) {
                     output::stdout_line(json);
                 }

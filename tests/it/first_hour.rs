@@ -3,9 +3,9 @@
 //! `-v`/RUST_LOG, progress only on a terminal, and the root warning's setting.
 //! Real members: the scaffolded two-member team, installed for real.
 
+use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use serde_json::Value;
 
 use crate::support::World;
 
@@ -50,7 +50,10 @@ fn json_prints_one_readiness_object_then_the_outcome() {
     let frm = ready["formation_id"].as_str().unwrap();
     assert!(frm.starts_with("frm_"), "{ready}");
     let members = ready["members"].as_array().unwrap();
-    let names: Vec<&str> = members.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = members
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["lead", "helper"], "roster order");
     assert_eq!(members[0]["entry"], true);
     assert_eq!(members[1]["entry"], false);
@@ -107,7 +110,10 @@ fn people_see_the_formation_and_every_member_on_stderr() {
         );
     }
     let frm = banner[0].split_whitespace().nth(3).unwrap();
-    assert!(banner[3].contains(&format!("mur trace show {frm}")), "{banner:#?}");
+    assert!(
+        banner[3].contains(&format!("mur trace show {frm}")),
+        "{banner:#?}"
+    );
     // The result is on stdout, as it always was.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("completed\n"), "{stdout}");
@@ -126,7 +132,7 @@ fn people_see_the_formation_and_every_member_on_stderr() {
 #[test]
 fn json_without_a_task_prints_the_readiness_object_only() {
     let (w, project) = team();
-    let mut launcher = w
+    let launcher = w
         .mur_in(&project)
         .args(["run", "--roster", "--json"])
         .stdin(Stdio::null())
@@ -134,27 +140,34 @@ fn json_without_a_task_prints_the_readiness_object_only() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut stdout = BufReader::new(launcher.stdout.take().unwrap());
+    let mut launcher = crate::support::KillOnDrop(launcher);
+    let mut stdout = BufReader::new(launcher.0.stdout.take().unwrap());
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
     let ready: Value = serde_json::from_str(&first).unwrap();
     let frm = ready["formation_id"].as_str().unwrap();
-    assert_eq!(ready["pid"], launcher.id());
+    assert_eq!(ready["pid"], launcher.0.id());
     // `mur ps` lists each member the readiness object named, in its formation.
     let ps = w.mur().args(["ps", "--json"]).output().unwrap();
     let live: Value = serde_json::from_slice(&ps.stdout).unwrap();
     for m in ready["members"].as_array().unwrap() {
-        let listed = live.as_array().unwrap().iter().any(|r| {
-            r["session_id"] == m["session_id"] && r["formation_id"] == frm
-        });
+        let listed = live
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["session_id"] == m["session_id"] && r["formation_id"] == frm);
         assert!(listed, "{m} in {live}");
     }
     let stop = w.mur().args(["stop", frm]).output().unwrap();
-    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     assert_eq!(rest, "", "nothing after the readiness object");
-    assert_eq!(launcher.wait().unwrap().code(), Some(0));
+    assert_eq!(launcher.0.wait().unwrap().code(), Some(0));
 }
 
 #[test]
@@ -190,7 +203,12 @@ fn a_lone_session_s_json_task_ends_with_its_outcome_line() {
         .args(["run", "--json", "--task", "Say hello."])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = lines(&out.stdout);
     assert_eq!(stdout.len(), 2, "{stdout:#?}");
     let ready: Value = serde_json::from_str(&stdout[0]).unwrap();

@@ -1,0 +1,135 @@
+//! The defects of issue 18 (1a–1d), each with a test that failed before its fix.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::session::wait_for;
+use crate::support::{KillOnDrop, World};
+
+/// `mur new --roster team`, installed; `alone`: the roster keeps only the entry member.
+fn team(alone: bool) -> (World, std::path::PathBuf) {
+    let w = World::new();
+    let ok = |cmd: &mut Command| {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ok(w.mur().args(["new", "--roster", "team"]));
+    let project = w.proj.join("team");
+    ok(w.mur_in(&project).args(["install", "lead", "helper"]));
+    if alone {
+        std::fs::write(
+            project.join("roster.yaml"),
+            "roster_version: 1\nmembers:\n  - name: lead\n    capsule: local/team-lead\n    version: 0.1.0\n    entry: true\n",
+        )
+        .unwrap();
+    }
+    (w, project)
+}
+
+/// Starts `mur run --roster --json` and returns it with its readiness object.
+fn launch(w: &World, project: &std::path::Path) -> (KillOnDrop, Value) {
+    let launcher = w
+        .mur_in(project)
+        .args(["run", "--roster", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut launcher = KillOnDrop(launcher);
+    let mut first = String::new();
+    BufReader::new(launcher.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let ready = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
+    (launcher, ready)
+}
+
+#[test]
+fn stop_reaches_a_formation_that_has_no_formation_json() {
+    // A roster with no peers makes no formation directory and no marker (1a).
+    let (w, project) = team(true);
+    let (mut launcher, ready) = launch(&w, &project);
+    let frm = ready["formation_id"].as_str().unwrap();
+    assert!(!w.home.join(".murmur/formations").join(frm).exists());
+    let stop = w.mur().args(["stop", frm]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&stop.stderr);
+    assert_eq!(stop.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the launcher of {frm} (pid {})", launcher.0.id())),
+        "{stderr}"
+    );
+    let mut status = None;
+    wait_for("the launcher to exit", || {
+        status = launcher.0.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(0));
+    let again = w.mur().args(["stop", frm]).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("E-RUN-003"));
+}
+
+#[test]
+fn the_deadline_counts_from_the_launcher_s_start_not_the_end_of_admission() {
+    // A large member makes admission take a while: it hashes every artifact (1b).
+    let w = World::new();
+    let ok = |cmd: &mut Command| {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ok(w.mur().args(["new", "--roster", "team"]));
+    let project = w.proj.join("team");
+    let mut noise = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 12 << 20),
+        &mut noise,
+    )
+    .unwrap();
+    std::fs::write(project.join("helper/big.bin"), noise).unwrap();
+    ok(w.mur_in(&project).args(["install", "lead", "helper"]));
+    let t = std::time::Instant::now();
+    ok(w.mur_in(&project).arg("doctor"));
+    let admission = t.elapsed();
+    let fakes = crate::support::fake::Fakes::new(&w.root, &[("lead", "exit:0")]);
+    let deadline = Duration::from_secs(30);
+    let before = std::time::SystemTime::now();
+    let out = w
+        .mur_in(&project)
+        .args(["run", "--roster", "--task", "x", "--deadline", "30"])
+        .env("MUR_TEST_MEMBER_PROGRAM", &fakes.program)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let since = |ms: &Value| {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(ms.as_u64().unwrap());
+        at.duration_since(before).unwrap_or_default()
+    };
+    for member in ["lead", "helper"] {
+        let creds = &fakes.event(member, "started").unwrap()["credentials"];
+        let told = since(&creds["deadline_unix_ms"]);
+        // Counted from the launcher's start, the moment lies at most a little after
+        // `before + 30 s`; counted from the end of admission, `admission` later.
+        assert!(
+            told < deadline + admission / 2,
+            "{member} was told {told:?} after the launch began; admission took {admission:?}"
+        );
+        assert!(told >= deadline, "{member}: {told:?}");
+    }
+}
