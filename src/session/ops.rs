@@ -139,13 +139,21 @@ fn ps_line(r: &RunningRecord) -> String {
 pub fn trace(args: &TraceArgs) -> Result<i32> {
     let TraceCommand::Show { id } = &args.command;
     let root = paths::records_root();
+    let formations = paths::formations_dir();
     let sessions: Vec<Records> = if id.starts_with("frm_") {
         records::find_sessions(&root)
             .into_iter()
-            .filter(|r| formation_of(r).as_deref() == Some(id.as_str()))
+            .filter(|r| {
+                start_of(r).is_some_and(|s| {
+                    s.formation_id.as_deref() == Some(id.as_str()) && !s.lost_with(&formations)
+                })
+            })
             .collect()
     } else {
-        records::find_session(&root, id).into_iter().collect()
+        records::find_session(&root, id)
+            .into_iter()
+            .filter(|r| !start_of(r).is_some_and(|s| s.lost_with(&formations)))
+            .collect()
     };
     if sessions.is_empty() {
         return Err(Diagnostic::new(
@@ -177,12 +185,39 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The formation a session's session_start names.
-fn formation_of(records: &Records) -> Option<String> {
+/// What `mur trace show` needs of a session's `session_start`.
+struct Start {
+    formation_id: Option<String>,
+    workdir: std::path::PathBuf,
+}
+
+impl Start {
+    /// A peer's work folder is `<formations>/<frm_id>/<member>/`. Once that formation's
+    /// directory is removed by hand, the peer's trace went with it (the spec: `mur
+    /// trace show frm_<id>` then finds only the entry member's session), even though
+    /// its records live under ~/.murmur/records/.
+    fn lost_with(&self, formations: &std::path::Path) -> bool {
+        let Some(frm) = &self.formation_id else {
+            return false;
+        };
+        let dir = formations.join(frm);
+        self.workdir.starts_with(&dir) && !dir.exists()
+    }
+}
+
+/// The session_start a session's trace begins with.
+fn start_of(records: &Records) -> Option<Start> {
     let text = std::fs::read_to_string(records.trace_path()).ok()?;
     let first = text.lines().next()?;
     match serde_json::from_str::<trace::Record>(first).ok()?.event {
-        Event::SessionStart { formation_id, .. } => formation_id,
+        Event::SessionStart {
+            formation_id,
+            workdir,
+            ..
+        } => Some(Start {
+            formation_id,
+            workdir,
+        }),
         _ => None,
     }
 }

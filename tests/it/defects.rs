@@ -133,3 +133,47 @@ fn the_deadline_counts_from_the_launcher_s_start_not_the_end_of_admission() {
         assert!(told >= deadline, "{member}: {told:?}");
     }
 }
+
+#[test]
+fn a_formation_directory_removed_by_hand_takes_its_peers_traces_with_it() {
+    let (w, project) = team(false);
+    let out = w
+        .mur_in(&project)
+        .args(["run", "--roster", "--json", "--task", "Say hello."])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ready: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    let frm = ready["formation_id"].as_str().unwrap();
+    let id = |i: usize| {
+        ready["members"][i]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (lead, helper) = (id(0), id(1));
+    let show = |what: &str| w.mur().args(["trace", "show", what]).output().unwrap();
+    let both = String::from_utf8_lossy(&show(frm).stdout).into_owned();
+    assert!(both.contains(&lead) && both.contains(&helper), "{both}");
+    // 1c: removed by hand, the peers' traces go with it.
+    std::fs::remove_dir_all(w.home.join(".murmur/formations").join(frm)).unwrap();
+    let after = show(frm);
+    let text = String::from_utf8_lossy(&after.stdout);
+    assert_eq!(after.status.code(), Some(0));
+    assert!(!text.contains(&helper), "{text}");
+    assert!(
+        text.contains("session_start"),
+        "the entry member's trace: {text}"
+    );
+    assert!(!text.contains("== "), "one session, no headers: {text}");
+    let peer = show(&helper);
+    assert_eq!(peer.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&peer.stderr).contains("E-RUN-003"));
+    assert_eq!(show(&lead).status.code(), Some(0));
+}
