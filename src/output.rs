@@ -34,6 +34,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     stdout_gone: false,
     stderr_gone: false,
     bootstrap: None,
+    progress: None,
 });
 
 /// The command named in log lines (`run` in `[mur run] warning: …`).
@@ -66,6 +67,8 @@ struct State {
     stderr_gone: bool,
     /// `<records>/logs/bootstrap.log`, once the records directory exists.
     bootstrap: Option<PathBuf>,
+    /// The progress line shown at the bottom of a terminal, if any.
+    progress: Option<String>,
 }
 
 fn state() -> MutexGuard<'static, State> {
@@ -83,10 +86,47 @@ pub fn stdout_text(text: &str) -> bool {
     stdout_line(text.strip_suffix('\n').unwrap_or(text))
 }
 
-/// One line (or several) on stderr, or in bootstrap.log once stderr is gone.
+/// One line (or several) on stderr, or in bootstrap.log once stderr is gone. A
+/// progress line shown is cleared first and drawn again below it.
 pub fn stderr_line(line: impl Display) {
     let mut err = std::io::stderr().lock();
-    state().diag_to(&mut err, &line);
+    let mut state = state();
+    if state.progress.is_some() {
+        let _ = write!(err, "{CLEAR_LINE}");
+    }
+    state.diag_to(&mut err, &line);
+    if let Some(progress) = &state.progress {
+        let _ = write!(err, "{progress}").and_then(|()| err.flush());
+    }
+}
+
+/// Carriage return, then erase to the end of the line.
+const CLEAR_LINE: &str = "\r\x1b[K";
+
+/// Whether a progress line may be drawn: stderr is a terminal and `-q` was not given.
+pub fn progress_shown() -> bool {
+    use std::io::IsTerminal;
+    !quiet() && std::io::stderr().is_terminal()
+}
+
+/// Draws `line` as the progress line at the bottom of the terminal (replacing the
+/// last), or with `None` clears it. Nothing unless [`progress_shown`].
+pub fn progress(line: Option<&str>) {
+    if !progress_shown() {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    let mut state = state();
+    if state.stderr_gone {
+        return;
+    }
+    let drawn = match line {
+        Some(text) => write!(err, "{CLEAR_LINE}{text}"),
+        None if state.progress.is_some() => write!(err, "{CLEAR_LINE}"),
+        None => Ok(()),
+    };
+    let _ = drawn.and_then(|()| err.flush());
+    state.progress = line.map(String::from);
 }
 
 /// Where stderr lines go once stderr is gone.
@@ -243,6 +283,7 @@ mod tests {
             stdout_gone: false,
             stderr_gone: false,
             bootstrap: None,
+            progress: None,
         }
     }
 

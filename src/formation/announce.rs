@@ -57,6 +57,97 @@ pub struct Relayed {
     pub outcome: Option<OutcomeLine>,
 }
 
+/// The progress line while the formation waits for its members, on a terminal only
+/// (`output::progress_shown`): who is up, who is still coming, the time elapsed.
+#[derive(Debug, Clone)]
+pub struct Progress(Option<std::sync::Arc<ProgressState>>);
+
+#[derive(Debug)]
+pub struct ProgressState {
+    started: Instant,
+    /// Each member's name, and whether it is up, in roster order.
+    members: std::sync::Mutex<Vec<(String, bool)>>,
+    done: tokio_util::sync::CancellationToken,
+}
+
+/// How often the progress line is drawn again (the elapsed time moves on).
+const PROGRESS_TICK: Duration = Duration::from_millis(250);
+
+impl Progress {
+    /// Starts drawing the progress line for `members` (in roster order), unless stderr
+    /// is not a terminal or `-q` was given; then it does nothing at all.
+    pub fn start(members: Vec<String>, started: Instant) -> Progress {
+        if !output::progress_shown() {
+            return Progress(None);
+        }
+        let state = std::sync::Arc::new(ProgressState {
+            started,
+            members: std::sync::Mutex::new(members.into_iter().map(|m| (m, false)).collect()),
+            done: tokio_util::sync::CancellationToken::new(),
+        });
+        let drawn = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PROGRESS_TICK);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => output::progress(Some(&drawn.line())),
+                    _ = drawn.done.cancelled() => break,
+                }
+            }
+            output::progress(None);
+        });
+        Progress(Some(state))
+    }
+
+    /// `member` is up.
+    pub fn up(&self, member: &str) {
+        if let Some(state) = &self.0 {
+            let mut members = state.members.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(m) = members.iter_mut().find(|(name, _)| name == member) {
+                m.1 = true;
+            }
+            drop(members);
+            output::progress(Some(&state.line()));
+        }
+    }
+
+    /// The wait is over: the line is cleared and no longer drawn.
+    pub fn finish(&self) {
+        if let Some(state) = &self.0 {
+            state.done.cancel();
+            output::progress(None);
+        }
+    }
+}
+
+impl ProgressState {
+    fn line(&self) -> String {
+        let members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+        progress_line(&members, self.started.elapsed())
+    }
+}
+
+/// `[mur run] starting (1.4 s): up helper; coming lead, reviewer`
+pub fn progress_line(members: &[(String, bool)], elapsed: Duration) -> String {
+    let names = |up: bool| {
+        members
+            .iter()
+            .filter(|(_, u)| *u == up)
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut line = format!("[mur run] starting ({:.1} s):", elapsed.as_secs_f64());
+    let (up, coming) = (names(true), names(false));
+    if !up.is_empty() {
+        line.push_str(&format!(" up {up};"));
+    }
+    if !coming.is_empty() {
+        line.push_str(&format!(" coming {coming}"));
+    }
+    line.trim_end_matches(';').to_string()
+}
+
 /// Who the formation is, for [`relay`] and [`finish`].
 #[derive(Debug, Clone)]
 pub struct Formation {
@@ -67,6 +158,8 @@ pub struct Formation {
     /// Every member in roster order; the entry member's session and door are filled
     /// in from its readiness line.
     pub members: Vec<MemberUp>,
+    /// Finished once the entry member is up (or gone).
+    pub progress: Progress,
 }
 
 /// Reads the entry member's stdout to its end: its readiness line (then the formation
@@ -79,12 +172,14 @@ pub fn relay(stdout: ChildStdout, formation: Formation) -> JoinHandle<Relayed> {
             if relayed.entry.is_none()
                 && let Some(ready) = ReadinessLine::parse(&line)
             {
+                formation.progress.finish();
                 announce(&formation, &ready);
                 relayed.entry = Some(ready);
             } else if let Some(outcome) = OutcomeLine::parse(&line) {
                 relayed.outcome = Some(outcome);
             }
         }
+        formation.progress.finish();
         relayed
     })
 }
@@ -225,6 +320,24 @@ mod tests {
              [mur run]   lead (entry)  ses_1  http://127.0.0.1:1\n\
              [mur run]   helper        ses_2  http://127.0.0.1:2\n\
              [mur run] follow it with `mur trace show frm_1`; end it with `mur stop frm_1`"
+        );
+    }
+
+    #[test]
+    fn the_progress_line_says_who_is_up_and_who_is_coming() {
+        let m = |n: &str, up: bool| (n.to_string(), up);
+        let at = Duration::from_millis(1400);
+        assert_eq!(
+            progress_line(&[m("lead", false), m("helper", true), m("x", false)], at),
+            "[mur run] starting (1.4 s): up helper; coming lead, x"
+        );
+        assert_eq!(
+            progress_line(&[m("lead", false)], at),
+            "[mur run] starting (1.4 s): coming lead"
+        );
+        assert_eq!(
+            progress_line(&[m("lead", true)], at),
+            "[mur run] starting (1.4 s): up lead"
         );
     }
 }

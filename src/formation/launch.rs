@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -110,6 +110,10 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         up: Vec::new(),
         launched_at: started,
         signalled: false,
+        progress: announce::Progress::start(
+            plan.members.iter().map(|m| m.name.clone()).collect(),
+            started,
+        ),
     };
     let status = launch.run().await;
     drop(key);
@@ -153,6 +157,8 @@ struct Launch<'a> {
     launched_at: Instant,
     /// The formation ended on a signal to the launcher.
     signalled: bool,
+    /// The progress line while members come up (a terminal only).
+    progress: announce::Progress,
 }
 
 /// A launch that stops before its entry member ends: the line to print, if any, and
@@ -182,6 +188,7 @@ impl Launch<'_> {
         match self.steps().await {
             Ok(status) => status,
             Err(halt) => {
+                self.progress.finish();
                 if let Some(line) = &halt.line {
                     stderr_line(line);
                 }
@@ -238,6 +245,7 @@ impl Launch<'_> {
             voice: self.options.voice,
             started: self.launched_at,
             members,
+            progress: self.progress.clone(),
         }
     }
 
@@ -268,6 +276,13 @@ impl Launch<'_> {
     fn start_peers(&mut self) -> Result<(), Halt> {
         for (peer, workdir) in self.peers.iter().zip(&self.workdirs) {
             let spec = spec_for(peer, Vec::new());
+            tracing::debug!(
+                "starting peer `{}` ({} {}) in {}",
+                peer.name,
+                peer.capsule,
+                peer.version,
+                workdir.display()
+            );
             let lines = [self.credentials(peer, workdir)];
             match member::start(
                 &self.places.program,
@@ -320,7 +335,11 @@ impl Launch<'_> {
                 joined = waits.join_next() => {
                     let Some(Ok((index, peer, result))) = joined else { continue };
                     match result {
-                        Ok(r) => ready[index] = Some((peer, r)),
+                        Ok(r) => {
+                            tracing::info!("peer `{}` is up: session {} at {}", self.peers[index].name, r.session_id, r.door);
+                            self.progress.up(&self.peers[index].name);
+                            ready[index] = Some((peer, r));
+                        }
                         Err(why) => {
                             if failure.is_none() && interrupted.is_none() {
                                 let fell = deadline.is_some_and(|(d, _)| Instant::now() >= d);
@@ -396,6 +415,12 @@ impl Launch<'_> {
             )));
         }
         let spec = spec_for(entry, entry_lifecycle(self.options.task.as_deref()));
+        tracing::info!(
+            "starting the entry member `{}` ({} {})",
+            entry.name,
+            entry.capsule,
+            entry.version
+        );
         let mut lines = vec![self.credentials(entry, &plan.project_dir)];
         if !entry.callees.is_empty() {
             lines.push(self.doors_line(&entry.callees));
@@ -537,9 +562,9 @@ fn forward_stderr(peer: &mut Started) {
     let prefix = format!("[{}] ", peer.name);
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
-        let mut out = tokio::io::stderr();
+        // Through the one output path, so a progress line stays below it.
         while let Ok(Some(line)) = lines.next_line().await {
-            let _ = out.write_all(format!("{prefix}{line}\n").as_bytes()).await;
+            stderr_line(format_args!("{prefix}{line}"));
         }
     });
 }

@@ -221,3 +221,122 @@ fn a_lone_session_s_json_task_ends_with_its_outcome_line() {
     assert_eq!(outcome["result"].as_str().unwrap(), w.result(id));
     assert!(outcome.get("formation_id").is_none() && outcome.get("exit_code").is_none());
 }
+
+/// Runs `cmd` with stderr on a terminal (a pty's slave end) and returns what the
+/// terminal received, once the command exited.
+fn on_a_terminal(mut cmd: Command) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(pty.slave))
+        .spawn()
+        .unwrap();
+    // `cmd` holds the last copy of the slave end: drop it, so the master reads EIO
+    // once the command and its members are gone.
+    drop(cmd);
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let mut child = crate::support::KillOnDrop(child);
+    let status = child.0.wait().unwrap();
+    (status, reader.join().unwrap())
+}
+
+#[test]
+fn progress_shows_on_a_terminal_and_nowhere_else() {
+    let (w, project) = team();
+    let mut cmd = w.mur_in(&project);
+    cmd.args(["run", "--roster", "--task", "Say hello."]);
+    let (status, seen) = on_a_terminal(cmd);
+    assert!(status.success(), "{seen}");
+    assert!(seen.contains("[mur run] starting ("), "{seen:?}");
+    assert!(
+        seen.contains("coming lead"),
+        "the entry member comes last: {seen:?}"
+    );
+    // Cleared before the banner: the banner starts a line of its own.
+    assert!(
+        seen.contains("\r\x1b[K[mur run] formation frm_"),
+        "{seen:?}"
+    );
+    // -q: neither progress nor banner.
+    let mut cmd = w.mur_in(&project);
+    cmd.args(["-q", "run", "--roster", "--task", "Say hello."]);
+    let (status, seen) = on_a_terminal(cmd);
+    assert!(status.success(), "{seen}");
+    assert!(
+        !seen.contains("starting") && !seen.contains("is up"),
+        "{seen:?}"
+    );
+    // Not a terminal: no progress, no control characters.
+    let out = w
+        .mur_in(&project)
+        .args(["run", "--roster", "--task", "Say hello."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("starting (") && !stderr.contains('\x1b'),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("is up"), "{stderr}");
+}
+
+#[test]
+fn verbose_and_rust_log_show_the_log() {
+    let (w, project) = team();
+    let run = |args: &[&str], rust_log: Option<&str>| {
+        let mut cmd = w.mur_in(&project);
+        cmd.args(args)
+            .args(["run", "--roster", "--task", "Say hello."]);
+        if let Some(v) = rust_log {
+            cmd.env("RUST_LOG", v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let plain = run(&[], None);
+    assert!(!plain.contains("note:"), "{plain}");
+    let verbose = run(&["-v"], None);
+    assert!(
+        verbose.contains("[mur run] note: peer `helper` is up"),
+        "{verbose}"
+    );
+    let debug = run(&[], Some("mur=debug"));
+    assert!(debug.contains("[mur run] debug: "), "{debug}");
+    let refused = w.mur().args(["-q", "-v", "ps"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "-q and -v conflict");
+}
+
+#[test]
+fn murmur_allow_root_silences_the_root_warning() {
+    let (w, project) = team();
+    let run = |allow: bool| {
+        let mut cmd = w.mur_in(&project);
+        cmd.args(["run", "--roster", "--task", "Say hello."]);
+        if allow {
+            cmd.env("MURMUR_ALLOW_ROOT", "1");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr)
+            .matches("W-SEC-013")
+            .count()
+    };
+    let as_root = usize::from(nix::unistd::geteuid().is_root());
+    assert_eq!(run(false), as_root);
+    assert_eq!(run(true), 0);
+}
