@@ -340,3 +340,29 @@ fn murmur_allow_root_silences_the_root_warning() {
     assert_eq!(run(false), as_root);
     assert_eq!(run(true), 0);
 }
+
+#[test]
+fn completions_and_the_man_page_name_every_command() {
+    let w = World::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = w.mur().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        for command in ["run", "install", "trace", "doctor", "completions"] {
+            assert!(script.contains(command), "{shell} completes {command}");
+        }
+    }
+    let bad = w.mur().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let man = w.mur().arg("man").output().unwrap();
+    assert!(man.status.success());
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH mur"),
+        "{page}"
+    );
+    assert!(
+        page.contains("completions") && page.contains("doctor"),
+        "{page}"
+    );
+}
