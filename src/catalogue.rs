@@ -224,6 +224,9 @@ catalogue! {
     E_RUN_005 = "E-RUN-005", "Task cannot be read",
         "--task names a file that exists but cannot be read.",
         "Check the file's permissions, or pass the task's text itself.";
+    E_RUN_006 = "E-RUN-006", "Flag not honoured here",
+        "A flag was given that this command cannot honour as it was asked (a --lifecycle-* flag or --capsule with --roster, whose launch sets each member's capsule and the entry member's lifecycle); mur refuses it rather than ignore it.",
+        "Drop the flag; `mur run --help` says which flags go with --roster.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";

@@ -1,7 +1,7 @@
 //! The command line: clap definitions and dispatch to the library. Each command's
 //! flags are defined beside the code that runs it.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::diag::Result;
 use crate::{doctor, explain, lock, pack, scaffold, session, store};
@@ -10,6 +10,13 @@ use crate::{doctor, explain, lock, pack, scaffold, session, store};
 #[derive(Debug, Parser)]
 #[command(name = "mur", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
+    /// Say less: no banners (what runs, where) and no progress.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Say more: -v shows mur's log (info), -vv debug, -vvv everything. RUST_LOG, when
+    /// set, chooses instead (as tracing's EnvFilter reads it).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -38,6 +45,18 @@ pub enum Command {
     Trace(session::ops::TraceArgs),
     /// Admit a roster and report the result: members, edges, warnings, or the refusal.
     Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script, e.g. `mur completions bash > ~/.local/share/bash-completion/completions/mur`.
+    Completions(CompletionsArgs),
+    /// Print mur's man page (roff), e.g. `mur man | man -l -`.
+    Man,
+}
+
+/// `mur completions <shell>`
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 impl Command {
@@ -55,6 +74,8 @@ impl Command {
             Command::Ps(_) => "ps",
             Command::Trace(_) => "trace",
             Command::Doctor(_) => "doctor",
+            Command::Completions(_) => "completions",
+            Command::Man => "man",
         }
     }
 }
@@ -73,13 +94,25 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Ps(args) => session::ops::ps(&args),
         Command::Trace(args) => session::ops::trace(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Completions(args) => {
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "mur", &mut script);
+            crate::output::stdout_text(&String::from_utf8_lossy(&script));
+            Ok(0)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            // Rendering into memory cannot fail: a Vec takes every write.
+            let _ = clap_mangen::Man::new(Cli::command()).render(&mut page);
+            crate::output::stdout_text(&String::from_utf8_lossy(&page));
+            Ok(0)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_definition_is_consistent() {

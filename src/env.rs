@@ -65,6 +65,10 @@ vars! {
     MURMUR_HOST_WARNINGS_REPORTED: Member;
     /// Runtime-owned: the components' list of callees at their virtual addresses. The launcher removes it from a member's environment; set in `mur run`'s own, it is refused.
     MURMUR_FORMATION_PEERS: Member;
+    /// What mur logs, as tracing's EnvFilter reads it (`RUST_LOG=mur=debug`, `RUST_LOG=debug`); set, it replaces `-v`'s levels and may name other crates. Members inherit it.
+    RUST_LOG: Reads;
+    /// `1`: do not print the host warning that mur runs as root (W-SEC-013), for CI containers that run as root on purpose. Members inherit it.
+    MURMUR_ALLOW_ROOT: Reads;
     /// The descriptor of a delegated child's spawner lifeline. A child carries its parent's formation id and no formation lifeline, and prints no W-RUN-007.
     MURMUR_SPAWNER_LIFELINE: Reads;
     /// The harness's `TMPDIR`: the records' `tmp/`.

@@ -5,8 +5,11 @@ use clap::Parser;
 /// Exit status: what the command returned; 1 for a diagnostic. A reader of stdout or
 /// stderr that went away changes neither (`mur::output`).
 fn main() -> ExitCode {
+    // A formation's --deadline counts from here.
+    mur::timing::process_start();
     let cli = mur::cli::Cli::parse();
-    mur::output::install_log_sink(cli.command.name());
+    mur::output::set_quiet(cli.quiet);
+    mur::output::install_log_sink(cli.command.name(), cli.verbose);
     match mur::cli::dispatch(cli) {
         Ok(status) => ExitCode::from(u8::try_from(status).unwrap_or(1)),
         Err(diagnostic) => {

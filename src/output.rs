@@ -34,10 +34,32 @@ static STATE: Mutex<State> = Mutex::new(State {
     stdout_gone: false,
     stderr_gone: false,
     bootstrap: None,
+    progress: None,
 });
 
 /// The command named in log lines (`run` in `[mur run] warning: …`).
 static COMMAND: OnceLock<&'static str> = OnceLock::new();
+
+/// `-q`: banners are dropped.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-q`: drop every [`banner_line`] from now on.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `-q` was given.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A line for people that says what runs (a session's or a formation's banner): on
+/// stderr, unless `-q`.
+pub fn banner_line(line: impl Display) {
+    if !quiet() {
+        stderr_line(line);
+    }
+}
 
 #[derive(Debug)]
 struct State {
@@ -45,6 +67,8 @@ struct State {
     stderr_gone: bool,
     /// `<records>/logs/bootstrap.log`, once the records directory exists.
     bootstrap: Option<PathBuf>,
+    /// The progress line shown at the bottom of a terminal, if any.
+    progress: Option<String>,
 }
 
 fn state() -> MutexGuard<'static, State> {
@@ -62,10 +86,47 @@ pub fn stdout_text(text: &str) -> bool {
     stdout_line(text.strip_suffix('\n').unwrap_or(text))
 }
 
-/// One line (or several) on stderr, or in bootstrap.log once stderr is gone.
+/// One line (or several) on stderr, or in bootstrap.log once stderr is gone. A
+/// progress line shown is cleared first and drawn again below it.
 pub fn stderr_line(line: impl Display) {
     let mut err = std::io::stderr().lock();
-    state().diag_to(&mut err, &line);
+    let mut state = state();
+    if state.progress.is_some() {
+        let _ = write!(err, "{CLEAR_LINE}");
+    }
+    state.diag_to(&mut err, &line);
+    if let Some(progress) = &state.progress {
+        let _ = write!(err, "{progress}").and_then(|()| err.flush());
+    }
+}
+
+/// Carriage return, then erase to the end of the line.
+const CLEAR_LINE: &str = "\r\x1b[K";
+
+/// Whether a progress line may be drawn: stderr is a terminal and `-q` was not given.
+pub fn progress_shown() -> bool {
+    use std::io::IsTerminal;
+    !quiet() && std::io::stderr().is_terminal()
+}
+
+/// Draws `line` as the progress line at the bottom of the terminal (replacing the
+/// last), or with `None` clears it. Nothing unless [`progress_shown`].
+pub fn progress(line: Option<&str>) {
+    if !progress_shown() {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    let mut state = state();
+    if state.stderr_gone {
+        return;
+    }
+    let drawn = match line {
+        Some(text) => write!(err, "{CLEAR_LINE}{text}"),
+        None if state.progress.is_some() => write!(err, "{CLEAR_LINE}"),
+        None => Ok(()),
+    };
+    let _ = drawn.and_then(|()| err.flush());
+    state.progress = line.map(String::from);
 }
 
 /// Where stderr lines go once stderr is gone.
@@ -112,21 +173,53 @@ fn append(path: &Path, line: &dyn Display) -> std::io::Result<()> {
     file.write_all(line.as_bytes())
 }
 
-/// Installs the one log sink for `mur <command>`: every tracing event of mur's own
-/// modules, at every level, becomes a [`stderr_line`]. Called once, by `main`.
-pub fn install_log_sink(command: &'static str) {
+/// Installs the one log sink for `mur <command>`: tracing events become
+/// [`stderr_line`]s. Without RUST_LOG, mur's own events at `warn` and above, `info`
+/// with `-v`, `debug` with `-vv`, everything with `-vvv`; with RUST_LOG, what its
+/// filter lets through, other crates' events included. Called once, by `main`.
+pub fn install_log_sink(command: &'static str, verbose: u8) {
     let _ = COMMAND.set(command);
-    let subscriber = tracing_subscriber::registry().with(Sink);
+    let (filter, all_crates, bad) = log_filter(std::env::var(crate::env::RUST_LOG).ok(), verbose);
+    let subscriber = tracing_subscriber::registry().with(Sink { all_crates }.with_filter(filter));
     // A second call (a test harness that set its own) keeps the first.
     let _ = tracing::subscriber::set_global_default(subscriber);
+    if let Some(bad) = bad {
+        tracing::warn!("RUST_LOG is not a filter tracing reads ({bad}); using -v's levels");
+    }
+}
+
+/// The filter for `RUST_LOG` (when set and readable) or `-v`, whether it may let
+/// other crates' events through, and why RUST_LOG was not used.
+fn log_filter(
+    rust_log: Option<String>,
+    verbose: u8,
+) -> (tracing_subscriber::EnvFilter, bool, Option<String>) {
+    use tracing_subscriber::EnvFilter;
+    let mut bad = None;
+    if let Some(spec) = rust_log.filter(|s| !s.trim().is_empty()) {
+        match EnvFilter::try_new(&spec) {
+            Ok(filter) => return (filter, true, None),
+            Err(e) => bad = Some(e.to_string()),
+        }
+    }
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    (EnvFilter::new(format!("mur={level}")), false, bad)
 }
 
 /// The tracing layer behind [`install_log_sink`].
-struct Sink;
+struct Sink {
+    /// RUST_LOG chose: other crates' events are printed too.
+    all_crates: bool,
+}
 
 impl<S: Subscriber> Layer<S> for Sink {
     fn enabled(&self, meta: &Metadata<'_>, _: Context<'_, S>) -> bool {
-        is_ours(meta.target())
+        self.all_crates || is_ours(meta.target())
     }
 
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
@@ -152,7 +245,9 @@ fn log_line(command: &str, level: Level, message: &str) -> String {
     let level = match level {
         Level::ERROR => "error",
         Level::WARN => "warning",
-        _ => "note",
+        Level::INFO => "note",
+        Level::DEBUG => "debug",
+        Level::TRACE => "trace",
     };
     format!("{who} {level}: {message}")
 }
@@ -188,6 +283,7 @@ mod tests {
             stdout_gone: false,
             stderr_gone: false,
             bootstrap: None,
+            progress: None,
         }
     }
 
@@ -235,7 +331,21 @@ mod tests {
             "[mur run] warning: ignoring door URL for `b`"
         );
         assert_eq!(log_line("", Level::ERROR, "x"), "[mur] error: x");
-        assert_eq!(log_line("ps", Level::DEBUG, "x"), "[mur ps] note: x");
+        assert_eq!(log_line("ps", Level::INFO, "x"), "[mur ps] note: x");
+        assert_eq!(log_line("ps", Level::DEBUG, "x"), "[mur ps] debug: x");
+    }
+
+    #[test]
+    fn rust_log_replaces_the_verbosity_and_a_bad_one_is_said() {
+        let (_, all, bad) = log_filter(Some("hyper=debug,mur=trace".into()), 0);
+        assert!(all && bad.is_none());
+        let (filter, all, bad) = log_filter(None, 2);
+        assert!(!all && bad.is_none());
+        assert_eq!(filter.to_string(), "mur=debug");
+        let (filter, all, bad) = log_filter(Some("mur=[".into()), 1);
+        assert!(!all && bad.is_some());
+        assert_eq!(filter.to_string(), "mur=info");
+        assert_eq!(log_filter(Some(" ".into()), 0).0.to_string(), "mur=warn");
     }
 
     #[test]

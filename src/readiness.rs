@@ -47,6 +47,63 @@ impl ReadinessLine {
     }
 }
 
+/// The stdout line of `mur run --json --task` when that task ends (after the
+/// readiness line); the launcher of a formation relays its entry member's, adding
+/// who it was and the exit code (docs/run.md, docs/formation.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeLine {
+    /// Always `"outcome"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formation_id: Option<String>,
+    /// The entry member's roster name (the launcher's outcome only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The task's final state, as `task_state.to` names it; absent when the entry
+    /// member ended without reporting one (it was killed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::trace::RecordedState>,
+    /// The task's `out/result.txt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// The launcher's exit status (the launcher's outcome only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+impl OutcomeLine {
+    /// A session's outcome line for its `--task`.
+    pub fn task(
+        session_id: &str,
+        task_id: &str,
+        state: crate::trace::RecordedState,
+        result: String,
+    ) -> Self {
+        OutcomeLine {
+            kind: "outcome".into(),
+            formation_id: None,
+            member: None,
+            session_id: Some(session_id.into()),
+            task_id: Some(task_id.into()),
+            state: Some(state),
+            result: Some(result),
+            exit_code: None,
+        }
+    }
+
+    /// Parses a line; `None` when it is not an outcome line.
+    pub fn parse(line: &str) -> Option<OutcomeLine> {
+        serde_json::from_str::<OutcomeLine>(line.trim_end())
+            .ok()
+            .filter(|o| o.kind == "outcome")
+    }
+}
+
 /// Why a peer is not ready: the seven causes of E-RUN-045.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotReady {

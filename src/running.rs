@@ -36,16 +36,49 @@ pub struct RunningRecord {
     pub formation_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formation_member: Option<String>,
+    /// A launched member's launcher (its parent, which holds its lifeline), so that
+    /// `mur stop <frm_id>` finds the launcher of a formation with no formation.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<Process>,
+}
+
+/// A process, told from a later one that got its pid by its start time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    pub pid: u32,
+    /// /proc/<pid>/stat's 22nd field; `None` where it could not be read.
+    pub start_time: Option<u64>,
+}
+
+impl Process {
+    /// This process's parent, when it is not init (a member whose launcher died is
+    /// re-parented; nothing then is its launcher).
+    pub fn parent() -> Option<Process> {
+        let pid = u32::try_from(nix::unistd::getppid().as_raw()).ok()?;
+        (pid > 1).then(|| Process {
+            pid,
+            start_time: crate::proc::start_time(pid),
+        })
+    }
+
+    /// Whether it still runs: the same pid with the same start time.
+    pub fn is_alive(&self) -> bool {
+        alive(self.pid, self.start_time)
+    }
+}
+
+fn alive(pid: u32, recorded: Option<u64>) -> bool {
+    match (recorded, crate::proc::start_time(pid)) {
+        (_, None) => false,
+        (Some(recorded), Some(now)) => recorded == now,
+        (None, Some(_)) => true,
+    }
 }
 
 impl RunningRecord {
     /// Whether the process this record names is still the one that wrote it.
     pub fn is_alive(&self) -> bool {
-        match (self.start_time, crate::proc::start_time(self.pid)) {
-            (_, None) => false,
-            (Some(recorded), Some(now)) => recorded == now,
-            (None, Some(_)) => true,
-        }
+        alive(self.pid, self.start_time)
     }
 }
 
@@ -238,6 +271,7 @@ mod tests {
             records_dir: "/r".into(),
             formation_id: Some("frm_1".into()),
             formation_member: Some("coder".into()),
+            launcher: None,
         }
     }
 

@@ -25,3 +25,11 @@ pub const TEARDOWN_BOUND: Duration = Duration::from_secs(30);
 pub fn scaled(limit: Duration) -> Duration {
     limit.mul_f64(crate::testing::time_scale())
 }
+
+/// When this process started, as near as mur can tell: the first call, which `main`
+/// makes first thing. A formation's `--deadline` counts from it.
+pub fn process_start() -> (std::time::Instant, std::time::SystemTime) {
+    static START: std::sync::OnceLock<(std::time::Instant, std::time::SystemTime)> =
+        std::sync::OnceLock::new();
+    *START.get_or_init(|| (std::time::Instant::now(), std::time::SystemTime::now()))
+}

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -18,8 +18,9 @@ use crate::catalogue::{E_RUN_045, E_RUN_053};
 use crate::channel::{Credentials, Line};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
-use crate::formation::dirs;
+pub use crate::formation::announce::Voice;
 use crate::formation::member::{self, Spec, Started};
+use crate::formation::{announce, dirs};
 use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
 use crate::retention::{self, Policy};
@@ -54,6 +55,10 @@ pub struct Options {
     pub task: Option<String>,
     /// `--deadline`: one moment, counted from the launcher's start.
     pub deadline: Option<Duration>,
+    /// When the launcher started (before admission); `None`: when `launch` is called.
+    pub started: Option<(std::time::Instant, SystemTime)>,
+    /// `--json`, `-q`, or neither.
+    pub voice: announce::Voice,
 }
 
 /// Where the launch keeps its state (`~/.murmur/...` outside tests).
@@ -77,10 +82,11 @@ impl Places {
 
 /// Launches `plan` and returns the launcher's exit status once every member stopped.
 pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
-    let started = Instant::now();
-    let deadline = options
-        .deadline
-        .map(|d| (started + d, SystemTime::now() + d));
+    let (started, wall) = options
+        .started
+        .unwrap_or_else(|| (std::time::Instant::now(), SystemTime::now()));
+    let started = Instant::from_std(started);
+    let deadline = options.deadline.map(|d| (started + d, wall + d));
     let key = match FormationKey::mint() {
         Ok(key) => key,
         Err(e) => {
@@ -101,6 +107,13 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         workdirs: Vec::new(),
         started: Vec::new(),
         doors: Vec::new(),
+        up: Vec::new(),
+        launched_at: started,
+        signalled: false,
+        progress: announce::Progress::start(
+            plan.members.iter().map(|m| m.name.clone()).collect(),
+            started,
+        ),
     };
     let status = launch.run().await;
     drop(key);
@@ -138,6 +151,14 @@ struct Launch<'a> {
     started: Vec<Started>,
     /// Each peer's door URL (`await_doors`), in `peers` order.
     doors: Vec<String>,
+    /// Each peer as it came up (`await_doors`), in `peers` order.
+    up: Vec<announce::MemberUp>,
+    /// When the launcher started.
+    launched_at: Instant,
+    /// The formation ended on a signal to the launcher.
+    signalled: bool,
+    /// The progress line while members come up (a terminal only).
+    progress: announce::Progress,
 }
 
 /// A launch that stops before its entry member ends: the line to print, if any, and
@@ -167,6 +188,7 @@ impl Launch<'_> {
         match self.steps().await {
             Ok(status) => status,
             Err(halt) => {
+                self.progress.finish();
                 if let Some(line) = &halt.line {
                     stderr_line(line);
                 }
@@ -182,9 +204,49 @@ impl Launch<'_> {
         self.start_peers()?;
         self.await_doors().await?;
         self.hand_out_doors();
-        let entry = self.start_entry()?;
+        let mut entry = self.start_entry()?;
+        let formation = self.announced();
+        let relay = entry
+            .child
+            .stdout
+            .take()
+            .map(|out| announce::relay(out, formation.clone()));
         crate::testing::launcher_balloon();
-        Ok(self.await_end(entry).await)
+        let status = self.await_end(entry).await;
+        if let Some(relay) = relay {
+            let task = self.options.task.is_some();
+            announce::finish(relay, &formation, task, self.signalled, status).await;
+        }
+        Ok(status)
+    }
+
+    /// The formation as `announce` names it: every member in roster order, the
+    /// entry member's session and door to come from its readiness line.
+    fn announced(&self) -> announce::Formation {
+        let members = self
+            .plan
+            .members
+            .iter()
+            .map(|m| {
+                self.up
+                    .iter()
+                    .find(|u| u.name == m.name)
+                    .cloned()
+                    .unwrap_or_else(|| announce::MemberUp {
+                        name: m.name.clone(),
+                        entry: m.entry,
+                        session_id: String::new(),
+                        door: String::new(),
+                    })
+            })
+            .collect();
+        announce::Formation {
+            id: self.key.formation_id().to_string(),
+            voice: self.options.voice,
+            started: self.launched_at,
+            members,
+            progress: self.progress.clone(),
+        }
     }
 
     /// The formation directory's marker first, then every peer's folder, before any
@@ -214,6 +276,13 @@ impl Launch<'_> {
     fn start_peers(&mut self) -> Result<(), Halt> {
         for (peer, workdir) in self.peers.iter().zip(&self.workdirs) {
             let spec = spec_for(peer, Vec::new());
+            tracing::debug!(
+                "starting peer `{}` ({} {}) in {}",
+                peer.name,
+                peer.capsule,
+                peer.version,
+                workdir.display()
+            );
             let lines = [self.credentials(peer, workdir)];
             match member::start(
                 &self.places.program,
@@ -266,7 +335,11 @@ impl Launch<'_> {
                 joined = waits.join_next() => {
                     let Some(Ok((index, peer, result))) = joined else { continue };
                     match result {
-                        Ok(r) => ready[index] = Some((peer, r)),
+                        Ok(r) => {
+                            tracing::info!("peer `{}` is up: session {} at {}", self.peers[index].name, r.session_id, r.door);
+                            self.progress.up(&self.peers[index].name);
+                            ready[index] = Some((peer, r));
+                        }
                         Err(why) => {
                             if failure.is_none() && interrupted.is_none() {
                                 let fell = deadline.is_some_and(|(d, _)| Instant::now() >= d);
@@ -292,11 +365,20 @@ impl Launch<'_> {
                 status: interrupted.map_or(1, crate::signals::exit_code),
             });
         }
-        (self.started, self.doors) = ready
-            .into_iter()
-            .flatten()
-            .map(|(s, r)| (s, r.door))
-            .unzip();
+        let (started, ready): (Vec<Started>, Vec<Ready>) = ready.into_iter().flatten().unzip();
+        self.started = started;
+        self.doors = ready.iter().map(|r| r.door.clone()).collect();
+        self.up = self
+            .peers
+            .iter()
+            .zip(ready)
+            .map(|(p, r)| announce::MemberUp {
+                name: p.name.clone(),
+                entry: false,
+                session_id: r.session_id,
+                door: r.door,
+            })
+            .collect();
         Ok(())
     }
 
@@ -333,6 +415,12 @@ impl Launch<'_> {
             )));
         }
         let spec = spec_for(entry, entry_lifecycle(self.options.task.as_deref()));
+        tracing::info!(
+            "starting the entry member `{}` ({} {})",
+            entry.name,
+            entry.capsule,
+            entry.version
+        );
         let mut lines = vec![self.credentials(entry, &plan.project_dir)];
         if !entry.callees.is_empty() {
             lines.push(self.doors_line(&entry.callees));
@@ -366,6 +454,7 @@ impl Launch<'_> {
                 status
             }
             End::Signalled => {
+                self.signalled = true;
                 self.started.push(entry);
                 let statuses = stop_all(&mut self.started).await;
                 statuses.last().copied().flatten()
@@ -473,9 +562,9 @@ fn forward_stderr(peer: &mut Started) {
     let prefix = format!("[{}] ", peer.name);
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
-        let mut out = tokio::io::stderr();
+        // Through the one output path, so a progress line stays below it.
         while let Ok(Some(line)) = lines.next_line().await {
-            let _ = out.write_all(format!("{prefix}{line}\n").as_bytes()).await;
+            stderr_line(format_args!("{prefix}{line}"));
         }
     });
 }

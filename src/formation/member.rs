@@ -29,7 +29,7 @@ pub struct Spec {
     pub capsule: String,
     pub version: String,
     pub entry: bool,
-    /// Extra arguments after `run --capsule C --capsule-version V` (and `--json` for a peer).
+    /// Extra arguments after `run --capsule C --capsule-version V --json`.
     pub extra_args: Vec<String>,
     /// Peers get a process group of their own; the entry member stays in the launcher's.
     pub own_group: bool,
@@ -75,10 +75,9 @@ pub fn start(
         "--capsule-version",
         &spec.version,
     ]);
-    // Peers report readiness on stdout; the entry member's stdout is the user's.
-    if !spec.entry {
-        cmd.arg("--json");
-    }
+    // Every member reports readiness on stdout; the launcher reads the entry
+    // member's too (its session, door and outcome: formation::announce).
+    cmd.arg("--json");
     cmd.args(&spec.extra_args)
         .current_dir(cwd)
         .env(FORMATION_ID_ENV, formation)
@@ -87,11 +86,7 @@ pub fn start(
         .env(HOST_WARNINGS_ENV, "1")
         .env_remove(crate::call_member::PEERS_ENV)
         .stdin(Stdio::null())
-        .stdout(if spec.entry {
-            Stdio::inherit()
-        } else {
-            Stdio::piped()
-        })
+        .stdout(Stdio::piped())
         .stderr(if spec.entry {
             Stdio::inherit()
         } else {

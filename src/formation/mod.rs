@@ -8,6 +8,7 @@ use crate::catalogue::{E_RUN_002, E_RUN_046};
 use crate::diag::{Diagnostic, Result};
 use crate::output::stderr_line;
 
+pub mod announce;
 pub mod dirs;
 pub mod launch;
 pub mod marker;
@@ -22,6 +23,8 @@ pub struct RosterLaunch {
     pub task: Option<String>,
     /// `--deadline` in seconds from the launcher's start.
     pub deadline: Option<u64>,
+    /// `--json`: the readiness object (and with `--task` the outcome) on stdout.
+    pub json: bool,
 }
 
 /// What [`refuse_inside`] is asked to start.
@@ -80,6 +83,14 @@ pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
     let options = launch::Options {
         task: request.task.clone(),
         deadline: request.deadline.map(Duration::from_secs),
+        // Counted from the launcher's start, not the end of admission (hashing a
+        // large member takes time).
+        started: Some(crate::timing::process_start()),
+        voice: if request.json {
+            launch::Voice::Json
+        } else {
+            launch::Voice::Human
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

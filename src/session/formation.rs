@@ -43,7 +43,7 @@ pub struct Membership {
     pub workdir: PathBuf,
     pub artifact_sha256: String,
     pub deadline: Option<SystemTime>,
-    /// The read end of its lifeline; `None` when it has none (then W-RUN-007).
+    /// The read end of its lifeline (a member always has one; the main loop takes it).
     pub lifeline: Option<OwnedFd>,
     /// The members it may call, fed the channel's `doors` lines as they arrive.
     pub peers: Arc<Peers>,
@@ -73,18 +73,22 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Place> {
     let lifeline = crate::proc::take_inherited(lifeline::ENV).map_err(|e| refuse(e.to_string()))?;
     let channel_fd =
         crate::proc::take_inherited(channel::ENV).map_err(|e| refuse(e.to_string()))?;
-    let Some((channel_fd, _)) = channel_fd else {
-        if lifeline.is_some() {
-            return Err(refuse(format!(
-                "{} is set but {} is not: a member needs its formation channel",
-                lifeline::ENV,
-                channel::ENV
-            )));
-        }
+    let Some((lifeline, _)) = lifeline else {
+        // No lifeline: it runs as any other mur run does (the spec's "member started
+        // by hand"), so a channel, checked above, is closed unread: no credentials,
+        // no formation tokens, no formation_id.
+        drop(channel_fd);
         if std::env::var_os(SPAWNER_LIFELINE_ENV).is_none() {
             warn(&by_hand(&formation_id));
         }
         return Ok(Place::Unbound { formation_id });
+    };
+    let Some((channel_fd, _)) = channel_fd else {
+        return Err(refuse(format!(
+            "{} is set but {} is not: a member needs its formation channel",
+            lifeline::ENV,
+            channel::ENV
+        )));
     };
     let mut reader = channel::Reader::spawn(channel_fd);
     let creds = reader
@@ -105,10 +109,6 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Place> {
             })
         })
         .map_err(|e| refuse(e.to_string()))?;
-    let lifeline = lifeline.map(|(fd, _)| fd);
-    if lifeline.is_none() {
-        warn(&by_hand(&formation_id));
-    }
     let peers = Peers::new(creds.tokens, Vec::new())
         .map_err(|e| refuse(format!("cannot make the HTTP client for calls: {e}")))?;
     let peers = Arc::new(peers);
@@ -124,7 +124,7 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Place> {
         deadline: creds
             .deadline_unix_ms
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
-        lifeline,
+        lifeline: Some(lifeline),
         peers,
     })))
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::catalogue::{E_RUN_002, E_RUN_005};
+use crate::catalogue::{E_RUN_002, E_RUN_005, E_RUN_006};
 use crate::diag::{Diagnostic, Result};
 
 /// `mur run`: run a capsule as a session, or with `--roster` launch a formation.
@@ -136,10 +136,42 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 
 /// `mur run --roster`: the formation launcher lives in `crate::formation`.
 fn run_roster(args: &RunArgs) -> Result<i32> {
+    refuse_with_roster(args)?;
     crate::formation::run_roster(&crate::formation::RosterLaunch {
         roster: args.roster.clone().unwrap_or_else(|| PathBuf::from(".")),
         // As given: the entry member shares the launcher's folder and reads a file there.
         task: args.task.clone(),
         deadline: args.deadline,
+        json: args.json,
     })
+}
+
+/// E-RUN-006 for a flag `--roster` cannot honour: the roster names each member's
+/// capsule, and the launch sets the entry member's lifecycle.
+fn refuse_with_roster(args: &RunArgs) -> Result<()> {
+    let given = [
+        ("--capsule", args.capsule.is_some()),
+        ("--capsule-version", args.capsule_version.is_some()),
+        (
+            "--lifecycle-task-acceptance",
+            args.lifecycle_task_acceptance.is_some(),
+        ),
+        (
+            "--lifecycle-after-task",
+            args.lifecycle_after_task.is_some(),
+        ),
+        (
+            "--lifecycle-idle-timeout",
+            args.lifecycle_idle_timeout.is_some(),
+        ),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(Diagnostic::new(
+            E_RUN_006,
+            format!(
+                "{flag} cannot be honoured with --roster: the roster names each member's capsule, and the launch sets the entry member's lifecycle (--task runs one task; without it the formation serves until stopped)"
+            ),
+        )),
+        None => Ok(()),
+    }
 }

@@ -23,9 +23,12 @@ pub struct StopArgs {
 /// `mur ps`
 #[derive(Debug, Clone, Args)]
 pub struct PsArgs {
-    /// One JSON array of the running records.
+    /// One JSON array of the running records (with --all, of every session listed).
     #[arg(long)]
     pub json: bool,
+    /// Every session the records hold, ended ones too, newest first.
+    #[arg(short, long)]
+    pub all: bool,
 }
 
 /// `mur trace …`
@@ -41,6 +44,10 @@ pub enum TraceCommand {
     Show {
         /// A session id (`ses_…`) or a formation id (`frm_…`).
         id: String,
+        /// The records as JSON Lines, as trace.jsonl holds them (a formation's
+        /// sessions one after another, each from its session_start).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -52,14 +59,25 @@ pub fn stop(args: &StopArgs) -> Result<i32> {
     let mut targets: Vec<(String, u32)> = Vec::new();
     if args.id.starts_with("frm_") {
         let dir = paths::formations_dir().join(&args.id);
+        let launcher = format!("the launcher of {}", args.id);
         if let Some(marker) = Marker::read(&dir)
             && marker.launcher_running()
         {
-            targets.push((format!("the launcher of {}", args.id), marker.launcher_pid));
+            targets.push((launcher.clone(), marker.launcher_pid));
         }
         for r in running.list()? {
-            if r.formation_id.as_deref() == Some(args.id.as_str()) && r.formation_member.is_none() {
-                targets.push((r.session_id.clone(), r.pid));
+            if r.formation_id.as_deref() != Some(args.id.as_str()) {
+                continue;
+            }
+            match (&r.formation_member, &r.launcher) {
+                // Started by hand: no launcher ends it.
+                (None, _) => targets.push((r.session_id.clone(), r.pid)),
+                // A formation with no formation.json (no peers, or a marker that could
+                // not be written): its members' records name the launcher.
+                (Some(_), Some(l)) if l.is_alive() && !targets.iter().any(|t| t.1 == l.pid) => {
+                    targets.push((launcher.clone(), l.pid));
+                }
+                _ => {}
             }
         }
     } else if let Some(r) = running.get(&args.id)? {
@@ -85,9 +103,12 @@ pub fn stop(args: &StopArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Lists live sessions, oldest first.
+/// Lists live sessions, oldest first; with `--all` every session, newest first.
 pub fn ps(args: &PsArgs) -> Result<i32> {
     let live = RunningDir::default().list()?;
+    if args.all {
+        return ps_all(args, &live);
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&live).unwrap_or_else(|_| "[]".into());
         output::stdout_line(text);
@@ -124,17 +145,128 @@ fn ps_line(r: &RunningRecord) -> String {
     )
 }
 
+/// One session as its records tell it, for `mur ps --all`.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Listed {
+    session_id: String,
+    /// When its first `session_start` was written.
+    started_at: String,
+    capsule: String,
+    version: String,
+    /// `running`, the word of its last `session_end` (`ok`, `failed`, …), or `killed`
+    /// for a trace that ends without one.
+    status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    formation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    formation_member: Option<String>,
+    records_dir: std::path::PathBuf,
+}
+
+fn ps_all(args: &PsArgs, live: &[RunningRecord]) -> Result<i32> {
+    let formations = paths::formations_dir();
+    let mut listed: Vec<Listed> = records::find_sessions(&paths::records_root())
+        .iter()
+        .filter_map(|r| listed(r, live, &formations))
+        .collect();
+    // Session ids sort by time.
+    listed.sort_by(|a, b| b.session_id.cmp(&a.session_id));
+    if args.json {
+        let text = serde_json::to_string_pretty(&listed).unwrap_or_else(|_| "[]".into());
+        output::stdout_line(text);
+        return Ok(0);
+    }
+    if listed.is_empty() {
+        output::stderr_line("no sessions recorded");
+        return Ok(0);
+    }
+    output::stdout_line(format_args!(
+        "{:<40} {:<24} {:<28} {:<16} FORMATION",
+        "SESSION", "STARTED", "CAPSULE", "STATUS"
+    ));
+    for l in &listed {
+        let formation = match (&l.formation_id, &l.formation_member) {
+            (Some(f), Some(m)) => format!("{f} ({m})"),
+            _ => "-".into(),
+        };
+        let line = format!(
+            "{:<40} {:<24} {:<28} {:<16} {formation}",
+            l.session_id,
+            l.started_at,
+            format!("{} {}", l.capsule, l.version),
+            l.status
+        );
+        if !output::stdout_line(line) {
+            break;
+        }
+    }
+    Ok(0)
+}
+
+/// A session from its trace; `None` for one that does not read, or whose formation
+/// directory took it (see `Start::lost_with`).
+fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> Option<Listed> {
+    let read = trace::read(&r.trace_path()).ok()?;
+    let first = read.records.first()?;
+    let Event::SessionStart {
+        session_id,
+        capsule,
+        workdir,
+        formation_id,
+        formation_member,
+        ..
+    } = &first.event
+    else {
+        return None;
+    };
+    let start = Start {
+        formation_id: formation_id.clone(),
+        workdir: workdir.clone(),
+    };
+    if start.lost_with(formations) {
+        return None;
+    }
+    let status = if live.iter().any(|l| &l.session_id == session_id) {
+        "running".to_string()
+    } else {
+        match read.records.last().map(|r| &r.event) {
+            Some(Event::SessionEnd { exit_status, .. }) => {
+                crate::session::ends::status_word(*exit_status).to_string()
+            }
+            _ => "killed".to_string(),
+        }
+    };
+    Some(Listed {
+        session_id: session_id.clone(),
+        started_at: first.ts.clone(),
+        capsule: capsule.name.clone(),
+        version: capsule.version.clone(),
+        status,
+        formation_id: formation_id.clone(),
+        formation_member: formation_member.clone(),
+        records_dir: r.dir.clone(),
+    })
+}
+
 /// `mur trace show`.
 pub fn trace(args: &TraceArgs) -> Result<i32> {
-    let TraceCommand::Show { id } = &args.command;
+    let TraceCommand::Show { id, json } = &args.command;
     let root = paths::records_root();
+    let formations = paths::formations_dir();
     let sessions: Vec<Records> = if id.starts_with("frm_") {
         records::find_sessions(&root)
             .into_iter()
-            .filter(|r| formation_of(r).as_deref() == Some(id.as_str()))
+            .filter(|r| {
+                start_of(r).is_some_and(|s| {
+                    s.formation_id.as_deref() == Some(id.as_str()) && !s.lost_with(&formations)
+                })
+            })
             .collect()
     } else {
-        records::find_session(&root, id).into_iter().collect()
+        records::find_session(&root, id)
+            .into_iter()
+            .filter(|r| !start_of(r).is_some_and(|s| s.lost_with(&formations)))
+            .collect()
     };
     if sessions.is_empty() {
         return Err(Diagnostic::new(
@@ -148,6 +280,15 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
     let many = sessions.len() > 1;
     for (i, r) in sessions.iter().enumerate() {
         let read = trace::read(&r.trace_path())?;
+        if *json {
+            for record in &read.records {
+                let line = serde_json::to_string(record).unwrap_or_default();
+                if !output::stdout_line(line) {
+                    return Ok(0);
+                }
+            }
+            continue;
+        }
         if many {
             if i > 0 {
                 output::stdout_line("");
@@ -163,15 +304,51 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             output::stdout_line("(the last record was cut short)");
         }
     }
+    // From a member's session to its formation's trace.
+    if !id.starts_with("frm_")
+        && let Some(start) = sessions.first().and_then(start_of)
+        && let Some(frm) = start.formation_id
+    {
+        output::banner_line(format_args!(
+            "[mur trace] {id} is a member of formation {frm}: `mur trace show {frm}` shows every member"
+        ));
+    }
     Ok(0)
 }
 
-/// The formation a session's session_start names.
-fn formation_of(records: &Records) -> Option<String> {
+/// What `mur trace show` needs of a session's `session_start`.
+struct Start {
+    formation_id: Option<String>,
+    workdir: std::path::PathBuf,
+}
+
+impl Start {
+    /// A peer's work folder is `<formations>/<frm_id>/<member>/`. Once that formation's
+    /// directory is removed by hand, the peer's trace went with it (the spec: `mur
+    /// trace show frm_<id>` then finds only the entry member's session), even though
+    /// its records live under ~/.murmur/records/.
+    fn lost_with(&self, formations: &std::path::Path) -> bool {
+        let Some(frm) = &self.formation_id else {
+            return false;
+        };
+        let dir = formations.join(frm);
+        self.workdir.starts_with(&dir) && !dir.exists()
+    }
+}
+
+/// The session_start a session's trace begins with.
+fn start_of(records: &Records) -> Option<Start> {
     let text = std::fs::read_to_string(records.trace_path()).ok()?;
     let first = text.lines().next()?;
     match serde_json::from_str::<trace::Record>(first).ok()?.event {
-        Event::SessionStart { formation_id, .. } => formation_id,
+        Event::SessionStart {
+            formation_id,
+            workdir,
+            ..
+        } => Some(Start {
+            formation_id,
+            workdir,
+        }),
         _ => None,
     }
 }

@@ -173,6 +173,19 @@ struct Live {
     formation_id: Option<String>,
     /// `trace.retain`, applied to the project's sessions at the end.
     retain: crate::retention::Policy,
+    /// How the `--task` task's end is reported on stdout.
+    report: Report,
+    /// The `--task` task, until its end was reported.
+    first_task: Option<String>,
+}
+
+/// How the end of the `--task` task is reported on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Report {
+    /// Its `out/result.txt`, as it is.
+    Text,
+    /// `--json`: one outcome line (`readiness::OutcomeLine`).
+    Json,
 }
 
 impl Stage<'_> {
@@ -206,6 +219,12 @@ impl Stage<'_> {
             records_dir: records.dir.clone(),
             formation_id: formation_id.clone().or(self.unbound_formation.clone()),
             formation_member: self.member.as_ref().map(|m| m.name.clone()),
+            // A member holding a lifeline was started by its launcher, directly.
+            launcher: self
+                .member
+                .as_ref()
+                .filter(|m| m.lifeline.is_some())
+                .and_then(|_| crate::running::Process::parent()),
         };
         let flusher = match records.flusher() {
             Ok(f) => f,
@@ -259,6 +278,12 @@ impl Stage<'_> {
             env,
             formation_id,
             retain: self.capsule.manifest.trace.retain,
+            report: if self.args.json {
+                Report::Json
+            } else {
+                Report::Text
+            },
+            first_task: None,
         };
         let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
         let code = live
@@ -268,7 +293,6 @@ impl Stage<'_> {
                 lifeline,
                 on_stop,
                 task_text: self.task_text.take(),
-                print_result: !self.args.json,
                 signals: self
                     .signals
                     .take()
@@ -396,7 +420,7 @@ impl Stage<'_> {
                 output::stdout_line(&text);
             }
         } else {
-            output::stderr_line(format!(
+            output::banner_line(format!(
                 "[mur run] session {session_id} ({} {}) serving at {url}; operator token in {}",
                 self.capsule.name,
                 self.capsule.version,
@@ -435,8 +459,6 @@ struct Watch {
     on_stop: tokio::sync::mpsc::UnboundedReceiver<()>,
     /// `--task`.
     task_text: Option<String>,
-    /// Print the `--task` result on stdout (not with `--json`).
-    print_result: bool,
     signals: Signals,
 }
 
@@ -449,17 +471,15 @@ impl Live {
             lifeline,
             mut on_stop,
             task_text,
-            print_result,
             mut signals,
         } = watch;
         let mut lifeline = lifeline.map(|fd| Box::pin(crate::lifeline::closed(fd)));
         let mut running: Option<JoinHandle<RecordedState>> = None;
         let mut idle_since = Instant::now();
-        let mut first_task = None;
         if let Some(text) = task_text {
             match self.submit(text) {
                 Ok(work) => {
-                    first_task = Some(work.task_id.clone());
+                    self.first_task = Some(work.task_id.clone());
                     running = Some(tokio::spawn(task::run(self.env.clone(), work)));
                 }
                 Err(e) => output::stderr_line(format!("[mur run] error: {}", e.message)),
@@ -491,10 +511,7 @@ impl Live {
                     running = None;
                     idle_since = Instant::now();
                     let state = ended.unwrap_or(RecordedState::Failed);
-                    if print_result && first_task.take().is_some() {
-                        let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
-                        output::stdout_text(&text);
-                    }
+                    self.report_first(state, true);
                     if lifecycle.exit_after_task {
                         break Cause::AfterTask(state);
                     }
@@ -573,7 +590,11 @@ impl Live {
         if let Some(task) = running.as_mut() {
             loop {
                 tokio::select! {
-                    _ = &mut *task => break,
+                    ended = &mut *task => {
+                        // Text mode prints a result only for a task that ended on its own.
+                        self.report_first(ended.unwrap_or(RecordedState::Failed), false);
+                        break;
+                    }
                     _ = signals.next() => {
                         if cause.sigterm_exits_at_once() {
                             ends::exit_now(&self.running, &self.session_id);
@@ -628,6 +649,28 @@ impl Live {
 
     fn record(&self, event: Event) {
         self.trace.record(event);
+    }
+
+    /// Reports the `--task` task's end on stdout, once: its result text, or with
+    /// `--json` its outcome line. `on_its_own`: the task ended before any wind-down.
+    fn report_first(&mut self, state: RecordedState, on_its_own: bool) {
+        let Some(task_id) = self.first_task.take() else {
+            return;
+        };
+        let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
+        match self.report {
+            Report::Text if on_its_own => {
+                output::stdout_text(&text);
+            }
+            Report::Text => {}
+            Report::Json => {
+                let line =
+                    crate::readiness::OutcomeLine::task(&self.session_id, &task_id, state, text);
+                if let Ok(json) = serde_json::to_string(&line) {
+                    output::stdout_line(json);
+                }
+            }
+        }
     }
 }
 

@@ -86,7 +86,7 @@ async fn run(w: &Rig, plan: &Plan) -> i32 {
         plan,
         &Options {
             task: Some("do it".into()),
-            deadline: None,
+            ..Options::default()
         },
         &w.places,
     )
@@ -122,6 +122,7 @@ async fn the_entry_member_s_end_ends_the_formation() {
             "local/lead",
             "--capsule-version",
             "0.1.0",
+            "--json",
             "--lifecycle-task-acceptance",
             "single",
             "--lifecycle-after-task",

@@ -266,12 +266,20 @@ fn bad_formation_environments_are_e_run_046(#[case] bad: Bad, #[case] says: &str
             let mut w2 = std::fs::File::from(std::os::fd::OwnedFd::from(w2));
             w2.write_all(b"{\"hello\": 1}\n").unwrap();
             _keep = w2;
+            // A launched member: without a lifeline the channel is closed unread.
             cmd.env("MURMUR_FORMATION_ID", l.formation())
-                .env("MURMUR_FORMATION_CHANNEL", "4");
-            cmd.fd_mappings(vec![FdMapping {
-                parent_fd: r.into(),
-                child_fd: 4,
-            }])
+                .env("MURMUR_FORMATION_CHANNEL", "4")
+                .env("MURMUR_FORMATION_LIFELINE", "3");
+            cmd.fd_mappings(vec![
+                FdMapping {
+                    parent_fd: r.into(),
+                    child_fd: 4,
+                },
+                FdMapping {
+                    parent_fd: l.take_lifeline_read(),
+                    child_fd: 3,
+                },
+            ])
             .unwrap();
         }
         Bad::ForeignToken => {

@@ -229,3 +229,15 @@ pub fn pack(world: &World, src: &Path, out: &Path) -> String {
         .unwrap_or_else(|| panic!("no sha256 in {text}"))
         .to_string()
 }
+
+/// A child the test started, SIGKILLed (its pid only) if the test ends before it did.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}

@@ -341,6 +341,11 @@ impl Launcher {
         self.channel.send(&Line::Credentials(creds)).unwrap();
     }
 
+    /// The read end of the lifeline, for a test that hands descriptors itself.
+    pub fn take_lifeline_read(&mut self) -> OwnedFd {
+        self.lifeline_read.take().unwrap()
+    }
+
     /// Hands `cmd` the member's environment, lifeline (fd 3) and channel (fd 4).
     pub fn attach(&mut self, cmd: &mut Command, lifeline: bool) {
         cmd.env("MURMUR_FORMATION_ID", self.formation())
