@@ -426,6 +426,17 @@ fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
     1
 }
 
+/// How often a session reaps the orphans it killed.
+const STRAY_REAP: Duration = Duration::from_secs(5);
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// What the main loop watches besides the door.
 struct Watch {
     lifecycle: LifecycleInForce,
@@ -465,6 +476,8 @@ impl Live {
                 Err(e) => output::stderr_line(format!("[mur run] error: {}", e.message)),
             }
         }
+        // Orphans the session killed (a stopped harness's) are its to reap.
+        let _strays = AbortOnDrop(crate::descendants::watch_strays(STRAY_REAP, false));
         let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
         let store = self.door.store().clone();
         let cause = loop {
@@ -585,6 +598,9 @@ impl Live {
                 }
             }
         }
+        // Nothing the session started outlives it: harnesses, shell commands and what
+        // they started, setsid and double forks included (docs/descendants.md).
+        let _ = tokio::task::spawn_blocking(crate::descendants::sweep_all).await;
         let exit = cause.exit();
         if let Some(code) = exit.error {
             let what = match cause {
