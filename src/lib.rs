@@ -35,6 +35,7 @@ pub mod roster;
 pub mod running;
 pub mod scaffold;
 pub mod session;
+pub mod shell;
 pub mod signals;
 pub mod store;
 pub mod testing;

@@ -224,6 +224,13 @@ impl Stage<'_> {
         // watchers get only its own).
         let events = door.events().clone();
         trace.tap(move |line| events.publish_json(line));
+        let shell = self.capsule.manifest.capabilities.shell.as_ref().map(|sh| {
+            Arc::new(crate::shell::ShellConfig::new(
+                &records,
+                self.workdir.clone(),
+                &sh.baseline_env,
+            ))
+        });
         let env = Arc::new(TaskEnv {
             trace: trace.clone(),
             transport: self.transport(&records),
@@ -248,6 +255,7 @@ impl Stage<'_> {
             peers: self.member.as_ref().map(|m| m.peers.clone()),
             deadline: self.deadline.map(instant_of),
             events: Some(door.events().clone()),
+            shell,
         });
         self.announce(&session_id, &door, formation_id.clone());
         let live = Live {

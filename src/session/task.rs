@@ -26,6 +26,8 @@ pub struct TaskEnv {
     pub flusher: crate::records::Flusher,
     /// murmur.WatchSession's events: streamed partial output goes there too.
     pub events: Option<crate::door::SessionEvents>,
+    /// `capabilities.shell`: the shell tool's work folder and environment.
+    pub shell: Option<Arc<crate::shell::ShellConfig>>,
 }
 
 impl TaskEnv {
@@ -118,6 +120,10 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     let mut tools: Vec<Arc<dyn agent::Tool>> = Vec::new();
     if let Some(tool) = calls.clone().and_then(crate::call_member::CallMember::new) {
         tools.push(tool);
+    }
+    // The host's own tools (docs/shell.md).
+    if let Some(shell) = &env.shell {
+        tools.push(crate::shell::Shell::tool(shell.clone()));
     }
     let mut agent = Agent::new(AgentSpec {
         task_id: task_id.clone(),

@@ -32,4 +32,5 @@ mod new;
 mod pipe;
 mod run_formation;
 mod run_session;
+mod shell;
 mod store_cli;
