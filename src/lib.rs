@@ -11,6 +11,7 @@ pub mod catalogue;
 pub mod channel;
 pub mod cli;
 pub mod credential;
+pub mod delegation;
 pub mod descendants;
 pub mod diag;
 pub mod doctor;

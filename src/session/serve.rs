@@ -86,6 +86,11 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     if member.as_ref().is_some_and(|m| m.lifeline.is_some()) {
         signals.stop_watching(Signal::SIGINT);
     }
+    // A delegated child's spawner lifeline: it ends the child as a lifeline ends a member.
+    let spawner = match &resumed {
+        Some(_) => None,
+        None => crate::delegation::spawner_lifeline()?,
+    };
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
     let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
@@ -128,6 +133,7 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         deadline,
         task_text,
         signals: Some(signals),
+        spawner,
     };
     stage.run().await
 }
@@ -160,6 +166,8 @@ struct Stage<'a> {
     deadline: Option<SystemTime>,
     task_text: Option<String>,
     signals: Option<Signals>,
+    /// A delegated child's spawner lifeline.
+    spawner: Option<std::os::fd::OwnedFd>,
 }
 
 /// A session whose records, door and running record exist.
@@ -231,6 +239,20 @@ impl Stage<'_> {
                 &sh.baseline_env,
             ))
         });
+        let spawn = &self.capsule.manifest.capabilities.spawn.allow;
+        let delegation = (!spawn.is_empty()).then(|| {
+            Arc::new(crate::delegation::DelegationConfig {
+                program: crate::delegation::DelegationConfig::program(),
+                project_dir: self.member.as_ref().map_or_else(
+                    || std::env::current_dir().unwrap_or_else(|_| self.workdir.clone()),
+                    |m| m.project_dir.clone(),
+                ),
+                allow: spawn.clone(),
+                formation_id: formation_id.clone().or(self.unbound_formation.clone()),
+                logs: records.logs_dir(),
+                tmp: records.tmp_dir(),
+            })
+        });
         let env = Arc::new(TaskEnv {
             trace: trace.clone(),
             transport: self.transport(&records),
@@ -256,6 +278,7 @@ impl Stage<'_> {
             deadline: self.deadline.map(instant_of),
             events: Some(door.events().clone()),
             shell,
+            delegation,
         });
         self.announce(&session_id, &door, formation_id.clone());
         let live = Live {
@@ -268,7 +291,11 @@ impl Stage<'_> {
             formation_id,
             retain: self.capsule.manifest.trace.retain,
         };
-        let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
+        let lifeline = self
+            .member
+            .as_mut()
+            .and_then(|m| m.lifeline.take())
+            .or(self.spawner.take());
         let code = live
             .main_loop(Watch {
                 lifecycle: self.lifecycle,

@@ -10,6 +10,7 @@ mod agent_card_skills;
 mod call_member;
 mod catalogue_docs;
 mod crash;
+mod delegation;
 mod descendants;
 mod door_a2a;
 mod door_auth;
