@@ -14,7 +14,7 @@
 //!   else waits for; the launcher also kills the live ones ([`watch_strays`]), since
 //!   its only children are meant to be its members.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -218,14 +218,29 @@ fn strays() -> Vec<Proc> {
         .collect()
 }
 
-/// Reaps the dead strays (nothing else waits for them); with `kill_live`, SIGKILLs
-/// the live ones and what is below them first. Returns how many were live.
-pub fn reap_strays(kill_live: bool) -> usize {
+/// When each live stray was first seen (by pid and start time).
+static SEEN: Mutex<BTreeMap<(u32, u64), Instant>> = Mutex::new(BTreeMap::new());
+
+/// Reaps the dead strays (nothing else waits for them). With `kill_live` a live stray
+/// first gets SIGTERM (a delegated child of a member that died winds down on it, as
+/// on its closed spawner lifeline), and `grace` after it was first seen, SIGKILL with
+/// everything below it. Returns how many were live.
+pub fn reap_strays(kill_live: Option<Duration>) -> usize {
     let strays = strays();
-    let live = strays.iter().filter(|p| !p.is_zombie()).count();
-    if kill_live && live > 0 {
-        for p in strays.iter().filter(|p| !p.is_zombie()) {
-            sweep(p.pid, true);
+    let live: Vec<&Proc> = strays.iter().filter(|p| !p.is_zombie()).collect();
+    if let Some(grace) = kill_live {
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        seen.retain(|(pid, start), _| live.iter().any(|p| p.pid == *pid && p.start == *start));
+        for p in &live {
+            let first = *seen.entry((p.pid, p.start)).or_insert_with(|| {
+                if let Some(fd) = pin(p) {
+                    let _ = pidfd_send_signal(&fd, Signal::TERM);
+                }
+                Instant::now()
+            });
+            if first.elapsed() >= grace {
+                sweep(p.pid, true);
+            }
         }
     }
     // Only dead strays: a child tokio waits for must never be reaped here. The
@@ -237,7 +252,18 @@ pub fn reap_strays(kill_live: bool) -> usize {
             Some(nix::sys::wait::WaitPidFlag::WNOHANG),
         );
     }
-    live
+    live.len()
+}
+
+/// The launcher's last act: every stray gets its `grace` (see [`reap_strays`]), then
+/// every descendant left is swept.
+pub fn end_strays_then_sweep(grace: Duration) {
+    let until = Instant::now() + grace + Duration::from_millis(500);
+    while reap_strays(Some(grace)) > 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sweep_all();
+    reap_strays(None);
 }
 
 fn dead_strays(set: &BTreeSet<u32>) -> Vec<Proc> {
@@ -248,11 +274,12 @@ fn dead_strays(set: &BTreeSet<u32>) -> Vec<Proc> {
         .collect()
 }
 
-/// Every `every`, [`reap_strays`]: the launcher kills its live strays too (what a
-/// member that died left behind); a session only reaps the dead ones (what it killed
-/// when a harness stopped). Runs until the returned task is aborted. Only for a
-/// process that is a session or a launcher: it reaps children it does not own.
-pub fn watch_strays(every: Duration, kill_live: bool) -> tokio::task::JoinHandle<()> {
+/// Every `every`, [`reap_strays`]: the launcher ends its live strays too (what a
+/// member that died left behind), each after `kill_live`'s grace; a session only reaps
+/// the dead ones (what it killed when a harness stopped). Runs until the returned task
+/// is aborted. Only for a process that is a session or a launcher: it reaps children
+/// it does not own.
+pub fn watch_strays(every: Duration, kill_live: Option<Duration>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(every).await;

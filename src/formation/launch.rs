@@ -81,14 +81,13 @@ impl Places {
 /// that is the launcher: it kills every child it does not own.
 pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) -> i32 {
     crate::descendants::become_subreaper();
-    let strays = crate::descendants::watch_strays(STRAY_WATCH, true);
+    // A stray gets what a member gets: SIGTERM, then SIGKILL 25 s later.
+    let grace = timing::scaled(timing::WIND_DOWN_KILL);
+    let strays = crate::descendants::watch_strays(STRAY_WATCH, Some(grace));
     let status = launch(plan, options, places).await;
     strays.abort();
-    let _ = tokio::task::spawn_blocking(|| {
-        crate::descendants::sweep_all();
-        crate::descendants::reap_strays(true);
-    })
-    .await;
+    let _ =
+        tokio::task::spawn_blocking(move || crate::descendants::end_strays_then_sweep(grace)).await;
     status
 }
 

@@ -512,7 +512,7 @@ impl Live {
             }
         }
         // Orphans the session killed (a stopped harness's) are its to reap.
-        let _strays = AbortOnDrop(crate::descendants::watch_strays(STRAY_REAP, false));
+        let _strays = AbortOnDrop(crate::descendants::watch_strays(STRAY_REAP, None));
         let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
         let store = self.door.store().clone();
         let cause = loop {

@@ -245,3 +245,26 @@ fn kill_9_of_the_launcher_s_group_leaves_no_peer_grandchild() {
     // grandchild: only a cgroup covers this case (docs/descendants.md).
     kill_leftover(&lead);
 }
+
+#[test]
+fn kill_9_of_a_peer_leaves_no_grandchild_while_the_formation_runs() {
+    let t = team();
+    let (mut launcher, lead, helper) = t.launch();
+    let launcher_pid = Pid::from_raw(launcher.id() as i32);
+    kill(Pid::from_raw(t.member_pid("helper")), Signal::SIGKILL).unwrap();
+    // The helper's grandchild reparented to the launcher: a stray, ended while the
+    // formation goes on (SIGTERM, ignored, then SIGKILL 25 s later, scaled).
+    let took = assert_gone_within(&helper, LIMIT, "kill -9 of a peer (helper)");
+    eprintln!("kill -9 of a peer: its grandchild gone after {took:?}");
+    assert!(
+        launcher.try_wait().unwrap().is_none(),
+        "the formation should still run"
+    );
+    assert!(
+        !gone(&lead),
+        "the lead's grandchild belongs to a live member"
+    );
+    kill(launcher_pid, Signal::SIGTERM).unwrap();
+    launcher.wait().unwrap();
+    assert!(gone(&lead));
+}
