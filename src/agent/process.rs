@@ -40,6 +40,7 @@ struct Harness {
     stdout: BufReader<ChildStdout>,
     /// The harness's process group (its own pid).
     pgid: Option<Pid>,
+    _own: crate::descendants::Own,
 }
 
 impl ProcessTransport {
@@ -82,10 +83,13 @@ impl ProcessTransport {
         // runtime worker, which lives as long as the session's runtime).
         let parent = std::process::id();
         // SAFETY: the closure runs in the forked child before exec and only makes
-        // two async-signal-safe system calls (prctl, getppid).
+        // async-signal-safe system calls (prctl, getppid).
         unsafe {
             command.pre_exec(move || {
                 nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                // Kept across exec: what the harness's children orphan stays below
+                // it, so stopping it can find and kill all of it.
+                nix::sys::prctl::set_child_subreaper(true)?;
                 // mur may have died before the signal was armed.
                 if nix::unistd::getppid().as_raw() as u32 != parent {
                     return Err(std::io::Error::other(
@@ -95,7 +99,7 @@ impl ProcessTransport {
                 Ok(())
             });
         }
-        let mut child = command
+        command
             .args(&cfg.command[1..])
             .current_dir(&cfg.cwd)
             .env_clear()
@@ -105,8 +109,8 @@ impl ProcessTransport {
             .stdout(Stdio::piped())
             .stderr(stderr)
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        let (mut child, own) = crate::descendants::spawn_owned(|| command.spawn(), |c| c.id())
             .map_err(|e| format!("cannot start `{}`: {e}", cfg.command.join(" ")))?;
         let pgid = child
             .id()
@@ -120,6 +124,7 @@ impl ProcessTransport {
             stdin: Some(stdin),
             stdout: BufReader::new(stdout),
             pgid,
+            _own: own,
         })
     }
 
@@ -241,11 +246,17 @@ impl Transport for ProcessTransport {
     }
 
     /// Closes the harness's stdin, sends its process group SIGTERM, gives it
-    /// [`TERM_GRACE`], then SIGKILL; returns once the harness is reaped.
+    /// [`TERM_GRACE`], then SIGKILL to the group and to everything that was below the
+    /// harness when it was asked to stop (setsid and double forks included: the
+    /// harness is a subreaper); returns once the harness is reaped.
     fn shutdown(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let Some(mut h) = self.harness.take() else {
                 return;
+            };
+            let tree = match h.child.id() {
+                Some(pid) => crate::descendants::pin_tree(pid, false),
+                None => Vec::new(),
             };
             drop(h.stdin.take());
             if let Some(pgid) = h.pgid {
@@ -264,6 +275,11 @@ impl Transport for ProcessTransport {
             if let Some(pgid) = h.pgid {
                 let _ = killpg(pgid, Signal::SIGKILL);
             }
+            let until = std::time::Instant::now() + TERM_GRACE;
+            let _ = tokio::task::spawn_blocking(move || {
+                crate::descendants::kill_pinned(&tree, until);
+            })
+            .await;
         })
     }
 }

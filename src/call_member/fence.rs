@@ -41,11 +41,17 @@ impl Answer {
             Some(id) => format!("member:{} ({state}, task {id})", self.member),
             None => format!("member:{} ({state})", self.member),
         };
-        let longest = longest_tilde_run(&self.text);
-        let fence = "~".repeat((longest + 1).max(4));
-        let body = self.text.trim_end_matches('\n');
-        format!("{head}\n{fence}\n{body}\n{fence}\n")
+        block(&head, &self.text)
     }
+}
+
+/// `head`, then `text` inside a tilde fence longer than any tilde run in it: the
+/// answers of call-member and of delegation are rendered alike.
+pub fn block(head: &str, text: &str) -> String {
+    let longest = longest_tilde_run(text);
+    let fence = "~".repeat((longest + 1).max(4));
+    let body = text.trim_end_matches('\n');
+    format!("{head}\n{fence}\n{body}\n{fence}\n")
 }
 
 /// The message a task continues with: [`ANSWERS_LEAD`], then every answer fenced.

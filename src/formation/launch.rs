@@ -80,6 +80,25 @@ impl Places {
     }
 }
 
+/// [`launch`] as the `mur run --roster` process does it: a subreaper that kills what
+/// a dead member left behind (its strays) while the formation runs, and every
+/// descendant once every member stopped (docs/descendants.md). Only for a process
+/// that is the launcher: it kills every child it does not own.
+pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) -> i32 {
+    crate::descendants::become_subreaper();
+    // A stray gets what a member gets: SIGTERM, then SIGKILL 25 s later.
+    let grace = timing::scaled(timing::WIND_DOWN_KILL);
+    let strays = crate::descendants::watch_strays(STRAY_WATCH, Some(grace));
+    let status = launch(plan, options, places).await;
+    strays.abort();
+    let _ =
+        tokio::task::spawn_blocking(move || crate::descendants::end_strays_then_sweep(grace)).await;
+    status
+}
+
+/// How often the launcher looks for what a dead member left behind.
+const STRAY_WATCH: Duration = Duration::from_millis(500);
+
 /// Launches `plan` and returns the launcher's exit status once every member stopped.
 pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
     let (started, wall) = options

@@ -44,6 +44,8 @@ pub struct Started {
     /// The process group to SIGKILL after the grace period (peers only).
     pub pgid: Option<i32>,
     pub started_at: tokio::time::Instant,
+    /// Keeps its pid out of the strays while it is the launcher's to wait for.
+    pub _own: crate::descendants::Own,
 }
 
 /// The program members are started from: this `mur`, unless the test setting names another.
@@ -106,7 +108,8 @@ pub fn start(
         },
     ])
     .map_err(std::io::Error::other)?;
-    let child = cmd.spawn()?;
+    // Owned: the launcher waits for it, so its stray watch never reaps or kills it.
+    let (child, own) = crate::descendants::spawn_owned(|| cmd.spawn(), |c| c.id())?;
     // `cmd` owns the member's ends; dropping it closes the launcher's copies.
     drop(cmd);
     let pgid = spec
@@ -120,6 +123,7 @@ pub fn start(
         channel,
         pgid,
         started_at: tokio::time::Instant::now(),
+        _own: own,
     })
 }
 

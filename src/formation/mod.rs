@@ -97,7 +97,7 @@ pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("cannot start the runtime: {e}")))?;
-    Ok(runtime.block_on(launch::launch(
+    Ok(runtime.block_on(launch::launch_as_process(
         &plan,
         &options,
         &launch::Places::from_home(),

@@ -91,9 +91,12 @@ pub fn status_word(status: ExitStatus) -> &'static str {
 pub const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
 
 /// Exits with 143 now, wherever the session is: forgets its running record first
-/// (two file removals), and runs no destructor that could block.
+/// (two file removals), kills every descendant, and runs no destructor that could
+/// block.
 pub fn exit_now(running: &RunningDir, session_id: &str) -> ! {
     let _ = running.remove(session_id);
+    // Nothing the session started outlives it (docs/descendants.md).
+    crate::descendants::sweep_all();
     // SAFETY: _exit has no preconditions; nothing after it runs.
     unsafe { libc::_exit(143) }
 }

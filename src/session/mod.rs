@@ -127,6 +127,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     // A member of a formation leaves this to its launcher (MURMUR_HOST_WARNINGS_REPORTED).
     crate::host::report_unless_reported();
+    // Orphans below the session reparent to it, so its end can sweep them.
+    crate::descendants::become_subreaper();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -86,6 +86,11 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     if member.as_ref().is_some_and(|m| m.lifeline.is_some()) {
         signals.stop_watching(Signal::SIGINT);
     }
+    // A delegated child's spawner lifeline: it ends the child as a lifeline ends a member.
+    let spawner = match &resumed {
+        Some(_) => None,
+        None => crate::delegation::spawner_lifeline()?,
+    };
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
     let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
@@ -128,6 +133,7 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
         deadline,
         task_text,
         signals: Some(signals),
+        spawner,
     };
     stage.run().await
 }
@@ -160,6 +166,8 @@ struct Stage<'a> {
     deadline: Option<SystemTime>,
     task_text: Option<String>,
     signals: Option<Signals>,
+    /// A delegated child's spawner lifeline.
+    spawner: Option<std::os::fd::OwnedFd>,
 }
 
 /// A session whose records, door and running record exist.
@@ -243,6 +251,27 @@ impl Stage<'_> {
         // watchers get only its own).
         let events = door.events().clone();
         trace.tap(move |line| events.publish_json(line));
+        let shell = self.capsule.manifest.capabilities.shell.as_ref().map(|sh| {
+            Arc::new(crate::shell::ShellConfig::new(
+                &records,
+                self.workdir.clone(),
+                &sh.baseline_env,
+            ))
+        });
+        let spawn = &self.capsule.manifest.capabilities.spawn.allow;
+        let delegation = (!spawn.is_empty()).then(|| {
+            Arc::new(crate::delegation::DelegationConfig {
+                program: crate::delegation::DelegationConfig::program(),
+                project_dir: self.member.as_ref().map_or_else(
+                    || std::env::current_dir().unwrap_or_else(|_| self.workdir.clone()),
+                    |m| m.project_dir.clone(),
+                ),
+                allow: spawn.clone(),
+                formation_id: formation_id.clone().or(self.unbound_formation.clone()),
+                logs: records.logs_dir(),
+                tmp: records.tmp_dir(),
+            })
+        });
         let env = Arc::new(TaskEnv {
             trace: trace.clone(),
             transport: self.transport(&records),
@@ -267,6 +296,8 @@ impl Stage<'_> {
             peers: self.member.as_ref().map(|m| m.peers.clone()),
             deadline: self.deadline.map(instant_of),
             events: Some(door.events().clone()),
+            shell,
+            delegation,
         });
         self.announce(&session_id, &door, formation_id.clone());
         let live = Live {
@@ -285,7 +316,11 @@ impl Stage<'_> {
             },
             first_task: None,
         };
-        let lifeline = self.member.as_mut().and_then(|m| m.lifeline.take());
+        let lifeline = self
+            .member
+            .as_mut()
+            .and_then(|m| m.lifeline.take())
+            .or(self.spawner.take());
         let code = live
             .main_loop(Watch {
                 lifecycle: self.lifecycle,
@@ -450,6 +485,17 @@ fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
     1
 }
 
+/// How often a session reaps the orphans it killed.
+const STRAY_REAP: Duration = Duration::from_secs(5);
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// What the main loop watches besides the door.
 struct Watch {
     lifecycle: LifecycleInForce,
@@ -485,6 +531,8 @@ impl Live {
                 Err(e) => output::stderr_line(format!("[mur run] error: {}", e.message)),
             }
         }
+        // Orphans the session killed (a stopped harness's) are its to reap.
+        let _strays = AbortOnDrop(crate::descendants::watch_strays(STRAY_REAP, None));
         let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
         let store = self.door.store().clone();
         let cause = loop {
@@ -606,6 +654,9 @@ impl Live {
                 }
             }
         }
+        // Nothing the session started outlives it: harnesses, shell commands and what
+        // they started, setsid and double forks included (docs/descendants.md).
+        let _ = tokio::task::spawn_blocking(crate::descendants::sweep_all).await;
         let exit = cause.exit();
         if let Some(code) = exit.error {
             let what = match cause {

@@ -26,6 +26,10 @@ pub struct TaskEnv {
     pub flusher: crate::records::Flusher,
     /// murmur.WatchSession's events: streamed partial output goes there too.
     pub events: Option<crate::door::SessionEvents>,
+    /// `capabilities.shell`: the shell tool's work folder and environment.
+    pub shell: Option<Arc<crate::shell::ShellConfig>>,
+    /// `capabilities.spawn.allow`: the delegate tool's children.
+    pub delegation: Option<Arc<crate::delegation::DelegationConfig>>,
 }
 
 impl TaskEnv {
@@ -119,6 +123,17 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     if let Some(tool) = calls.clone().and_then(crate::call_member::CallMember::new) {
         tools.push(tool);
     }
+    // The host's own tools (docs/shell.md, docs/delegation.md).
+    if let Some(shell) = &env.shell {
+        tools.push(crate::shell::Shell::tool(shell.clone()));
+    }
+    let delegations = env
+        .delegation
+        .clone()
+        .map(crate::delegation::Delegations::new);
+    if let Some(d) = &delegations {
+        tools.push(d.tool());
+    }
     let mut agent = Agent::new(AgentSpec {
         task_id: task_id.clone(),
         system: env.system.clone(),
@@ -127,8 +142,11 @@ pub async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         transport,
         trace: Some(env.trace.clone()),
     });
+    // E-MAN-003 keeps call-member and delegation apart: a task has one or neither.
     if let Some(calls) = calls {
         agent = agent.with_turn_end(calls);
+    } else if let Some(d) = delegations {
+        agent = agent.with_turn_end(d);
     }
     agent = agent.with_progress(partial_output(&env, &handle));
     loop {

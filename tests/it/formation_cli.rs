@@ -137,7 +137,8 @@ fn kill_9_of_the_launcher_leaves_no_member_running() {
     for m in ["lead", "helper"] {
         assert!(
             w.fakes.event(m, "lifeline_closed").is_some(),
-            "{m} read EOF on its lifeline"
+            "{m} read EOF on its lifeline: {:?}",
+            w.fakes.events(m)
         );
     }
 }

@@ -1,0 +1,125 @@
+//! The host's tools (goals: a shell call under 5 ms; a delegation round trip under
+//! 50 ms).
+//!
+//! `cargo bench --bench host` (MUR_BENCH_ITERS sets the shell iterations, default 500;
+//! a fifth of them, at least 20, are delegations). A shell call is `shell::run` of
+//! `true`, from spawn to result. A delegation round trip is `Delegations::delegate` of
+//! an installed capsule on the built-in model, from the child's start until
+//! `Delegations::wait_all` holds its result: the child is the real `mur run`, with
+//! its door, records and trace.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mur::delegation::{DelegationConfig, Delegations};
+use mur::shell::{self, ShellConfig};
+use tokio_util::sync::CancellationToken;
+
+fn main() {
+    let iters: usize = std::env::var("MUR_BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(500);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, proj) = (root.join("home"), root.join("proj"));
+    std::fs::create_dir_all(&home).unwrap();
+    // SAFETY: no other thread runs yet; the children read HOME from this process.
+    unsafe { std::env::set_var("HOME", &home) };
+    install_kid(&root, &proj);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let calls = shell_calls(&root, iters).await;
+        report("shell call (`true`, spawn to result)", &calls);
+        let trips = delegations(&root, &proj, (iters / 5).max(20)).await;
+        report(
+            "delegation round trip (child start to result, builtin model)",
+            &trips,
+        );
+    });
+}
+
+fn install_kid(root: &Path, proj: &Path) {
+    let src = root.join("kid");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(proj).unwrap();
+    std::fs::write(
+        src.join("murmur.yaml"),
+        "name: kid\nversion: 1.0.0\ndescription: x\nagent:\n  transport: builtin\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .arg("install")
+        .arg(&src)
+        .current_dir(proj)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn shell_calls(root: &Path, iters: usize) -> Vec<Duration> {
+    let config = ShellConfig {
+        workdir: root.to_path_buf(),
+        env: vec![("HOME".into(), root.display().to_string())],
+    };
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let start = Instant::now();
+        let ran = shell::run(&config, "true", shell::DEFAULT_TIMEOUT)
+            .await
+            .unwrap();
+        samples.push(start.elapsed());
+        assert_eq!(ran.exit_code, Some(0));
+    }
+    samples
+}
+
+async fn delegations(root: &Path, proj: &Path, iters: usize) -> Vec<Duration> {
+    let (logs, tmp) = (root.join("logs"), root.join("tmp"));
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let config = Arc::new(DelegationConfig {
+        program: env!("CARGO_BIN_EXE_mur").into(),
+        project_dir: proj.to_path_buf(),
+        allow: vec!["local/*".into()],
+        formation_id: None,
+        logs,
+        tmp,
+    });
+    let cancel = CancellationToken::new();
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let d = Delegations::new(config.clone());
+        let start = Instant::now();
+        let out = d.delegate("c1", "local/kid", "1.0.0", "Say hello.").await;
+        assert!(!out.is_error, "{}", out.output);
+        let answers = d.wait_all(&cancel).await;
+        samples.push(start.elapsed());
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].state, "completed", "{}", answers[0].text);
+    }
+    samples
+}
+
+fn report(label: &str, samples: &[Duration]) {
+    let mut s = samples.to_vec();
+    s.sort();
+    let at = |q: f64| s[((s.len() as f64 - 1.0) * q) as usize];
+    let mean = s.iter().sum::<Duration>() / s.len() as u32;
+    println!(
+        "{label}: n={} mean {:.3} ms, median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms",
+        s.len(),
+        mean.as_secs_f64() * 1e3,
+        at(0.5).as_secs_f64() * 1e3,
+        at(0.9).as_secs_f64() * 1e3,
+        at(0.99).as_secs_f64() * 1e3
+    );
+}
