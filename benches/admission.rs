@@ -2,6 +2,14 @@
 //! installed with the real `mur install` in a temporary project store. Prints the
 //! median of repeated admissions. Goal: under 20 ms. Run with `just bench`.
 
+// A bench is a program that prints its figures; it uses some of the dev-dependencies.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};

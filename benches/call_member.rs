@@ -6,6 +6,14 @@
 //! with returnImmediately at a real door, formation token) until `Calls::wait_all`
 //! holds the answer (SubscribeToTask, then GetTask). The callee answers at once.
 
+// A bench is a program that prints its figures; it uses some of the dev-dependencies.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -8,6 +8,14 @@
 //!
 //! Run with `just bench` or `cargo bench --bench formation`.
 
+// A bench is a program that prints its figures; it uses some of the dev-dependencies.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -8,6 +8,14 @@
 //! `Delegations::wait_all` holds its result: the child is the real `mur run`, with
 //! its door, records and trace.
 
+// A bench is a program that prints its figures; it uses some of the dev-dependencies.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,6 +4,14 @@
 //!
 //! `cargo bench --bench hostile` (MUR_BENCH_CALLS sets the calls per phase, default 500).
 
+// A bench is a program that prints its figures; it uses some of the dev-dependencies.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -10,6 +10,14 @@
 //!
 //! `cargo bench --bench load` (`MUR_BENCH_TASKS=200` for a smoke run).
 
+// A bench is a program that prints its figures; it uses some of the dev-dependencies.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::collections::{HashMap, HashSet};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

@@ -17,6 +17,14 @@
 //! (default 5); `MUR_A2A_SDK_PYTHON` names another interpreter than `.venv/bin/python`.
 //! A peer that is not built is skipped and said so.
 
+// A bench is a program that prints its figures; it uses some of the dev-dependencies.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

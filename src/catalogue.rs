@@ -26,7 +26,7 @@ impl fmt::Display for Code {
 
 /// One catalogue entry: what the code means and what to do about it.
 #[derive(Debug, Clone, Copy)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub code: Code,
     pub title: &'static str,
     pub meaning: &'static str,
@@ -35,9 +35,9 @@ pub struct Entry {
 
 macro_rules! catalogue {
     ($( $name:ident = $code:literal, $title:literal, $meaning:literal, $hint:literal; )*) => {
-        $( pub const $name: Code = Code($code); )*
+        $( pub(crate) const $name: Code = Code($code); )*
         /// Every entry, in catalogue order.
-        pub const ENTRIES: &[Entry] = &[
+        pub(crate) const ENTRIES: &[Entry] = &[
             $( Entry { code: $name, title: $title, meaning: $meaning, hint: $hint }, )*
         ];
     };
@@ -257,14 +257,14 @@ catalogue! {
 }
 
 /// The entry for `code`, if the catalogue has it (case-insensitive).
-pub fn lookup(code: &str) -> Option<&'static Entry> {
+pub(crate) fn lookup(code: &str) -> Option<&'static Entry> {
     ENTRIES
         .iter()
         .find(|e| e.code.as_str().eq_ignore_ascii_case(code))
 }
 
 /// The catalogue as Markdown: the text of docs/errors.md.
-pub fn markdown() -> String {
+pub(crate) fn markdown() -> String {
     let mut out = String::from(
         "# Error and warning codes\n\n\
          Generated from `src/catalogue.rs` by `mur explain --markdown`; a test keeps them equal.\n\

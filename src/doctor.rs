@@ -25,7 +25,7 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
-pub fn run(args: &DoctorArgs) -> Result<i32> {
+pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     let path = args
         .roster
         .clone()
@@ -51,7 +51,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
 }
 
 /// The human report of an admitted roster.
-pub fn report(a: &Admitted) -> String {
+pub(crate) fn report(a: &Admitted) -> String {
     let mut s = format!(
         "{}: admitted ({} member{}, {} edge{}, {} warning{})\n\nmembers:\n",
         a.roster.file.display(),
@@ -104,7 +104,7 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// The one `--json` object, admitted or refused.
-pub fn to_json(file: &std::path::Path, outcome: &Result<Admitted, Refusal>) -> Value {
+pub(crate) fn to_json(file: &std::path::Path, outcome: &Result<Admitted, Refusal>) -> Value {
     match outcome {
         Ok(a) => json!({
             "roster": a.roster.file.display().to_string(),

@@ -19,7 +19,7 @@ pub struct ExplainArgs {
     pub markdown: bool,
 }
 
-pub fn run(args: &ExplainArgs) -> Result<i32> {
+pub(crate) fn run(args: &ExplainArgs) -> Result<i32> {
     if args.markdown {
         output::stdout_text(&catalogue::markdown());
         return Ok(0);

@@ -16,7 +16,7 @@ use crate::diag::Diagnostic;
 
 /// What is on disk once a write returns, should the machine crash right after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
+pub(crate) enum Durability {
     /// The bytes are synced (`fdatasync`) before the rename; the rename itself may be
     /// lost, leaving the old file. For records the session rewrites.
     Data,
@@ -30,7 +30,7 @@ pub enum Durability {
 
 /// Writes `bytes` to `path` atomically with permissions `mode`, replacing any file
 /// there.
-pub fn write_atomic(
+pub(crate) fn write_atomic(
     path: &Path,
     bytes: &[u8],
     mode: u32,
@@ -41,7 +41,7 @@ pub fn write_atomic(
 
 /// [`write_atomic`] that never replaces a file: `Ok(false)` when `path` exists
 /// (`renameat2(RENAME_NOREPLACE)` or link+unlink), and nothing was written.
-pub fn create_atomic(
+pub(crate) fn create_atomic(
     path: &Path,
     bytes: &[u8],
     mode: u32,
@@ -51,7 +51,7 @@ pub fn create_atomic(
 }
 
 /// The error a failed write reports: `code`, "cannot write <path>: <why>", the file.
-pub fn write_failed(code: Code, path: &Path, e: &dyn std::fmt::Display) -> Diagnostic {
+pub(crate) fn write_failed(code: Code, path: &Path, e: &dyn std::fmt::Display) -> Diagnostic {
     Diagnostic::new(code, format!("cannot write {}: {e}", path.display())).in_file(path)
 }
 

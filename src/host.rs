@@ -6,7 +6,7 @@ use crate::catalogue::W_SEC_013;
 use crate::diag::Diagnostic;
 
 /// The warnings that apply to this host now.
-pub fn warnings() -> Vec<Diagnostic> {
+pub(crate) fn warnings() -> Vec<Diagnostic> {
     let mut out = Vec::new();
     if nix::unistd::geteuid().is_root() && !root_allowed() {
         out.push(
@@ -26,7 +26,7 @@ fn root_allowed() -> bool {
 }
 
 /// Prints the host warnings to stderr unless a launcher already reported them.
-pub fn report_unless_reported() {
+pub(crate) fn report_unless_reported() {
     if std::env::var(crate::env::MURMUR_HOST_WARNINGS_REPORTED).is_ok_and(|v| v == "1") {
         return;
     }

@@ -22,12 +22,12 @@ pub struct Invalid {
 
 /// The one lexical rule of mur's names: a lowercase ASCII letter, then characters
 /// `allowed` admits, `max_len` in all.
-pub fn is_word(s: &str, max_len: usize, allowed: impl Fn(char) -> bool) -> bool {
+pub(crate) fn is_word(s: &str, max_len: usize, allowed: impl Fn(char) -> bool) -> bool {
     s.starts_with(|c: char| c.is_ascii_lowercase()) && s.len() <= max_len && s.chars().all(allowed)
 }
 
 /// `^[a-z][a-z0-9-]{0,max_len-1}$`.
-pub fn is_name(s: &str, max_len: usize) -> bool {
+pub(crate) fn is_name(s: &str, max_len: usize) -> bool {
     is_word(s, max_len, |c| {
         c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'
     })
@@ -35,12 +35,14 @@ pub fn is_name(s: &str, max_len: usize) -> bool {
 
 macro_rules! string_type {
     ($name:ident, $what:literal, $valid:expr) => {
+        // Each id type gets the same accessors; not every one is used by each type.
+        #[allow(dead_code)]
         impl $name {
-            pub fn as_str(&self) -> &str {
+            pub(crate) fn as_str(&self) -> &str {
                 &self.0
             }
             /// Whether `s` parses, without keeping it.
-            pub fn is_valid(s: &str) -> bool {
+            pub(crate) fn is_valid(s: &str) -> bool {
                 ($valid)(s)
             }
         }
@@ -136,22 +138,15 @@ minted_id!(FormationId, "frm_", "formation id");
 
 /// A roster member's name: `^[a-z][a-z0-9-]{0,31}$`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct MemberName(String);
+pub(crate) struct MemberName(String);
 string_type!(MemberName, "member name", |s: &str| is_name(s, 32));
 
 /// An installed capsule's name, `<scope>/<name>`, each `^[a-z][a-z0-9-]{0,63}$`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ArtifactName(String);
+pub(crate) struct ArtifactName(String);
 string_type!(ArtifactName, "capsule name", |s: &str| s
     .split_once('/')
     .is_some_and(|(scope, name)| is_name(scope, 64) && is_name(name, 64)));
-
-impl ArtifactName {
-    /// The scope and the name.
-    pub fn split(&self) -> (&str, &str) {
-        self.0.split_once('/').unwrap_or(("", &self.0))
-    }
-}
 
 /// A sha256 digest: 64 lowercase hex digits, as the store, murmur.lock and traces
 /// write it.

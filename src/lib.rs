@@ -3,45 +3,48 @@
 //! The `mur` binary is a thin layer over this library: `cli` parses the command line
 //! and each concern of the roster schema lives in the module named after it.
 
+// The unit tests use only some of the dev-dependencies (the rest serve tests/ and benches/).
+#![cfg_attr(test, allow(unused_crate_dependencies))]
+
 pub mod a2a;
 pub mod admission;
 pub mod agent;
 pub mod call_member;
-pub mod catalogue;
+pub(crate) mod catalogue;
 pub mod channel;
 pub mod cli;
 pub mod credential;
 pub mod delegation;
 pub mod descendants;
-pub mod diag;
-pub mod doctor;
+pub(crate) mod diag;
+pub(crate) mod doctor;
 pub mod door;
 pub mod env;
-pub mod explain;
+pub(crate) mod explain;
 pub mod formation;
-pub mod fsutil;
-pub mod host;
-pub mod ids;
+pub(crate) mod fsutil;
+pub(crate) mod host;
+pub(crate) mod ids;
 pub mod lifeline;
-pub mod lock;
+pub(crate) mod lock;
 pub mod manifest;
 pub mod output;
 pub mod pack;
-pub mod paths;
+pub(crate) mod paths;
 pub mod proc;
-pub mod readiness;
-pub mod records;
+pub(crate) mod readiness;
+pub(crate) mod records;
 pub mod retention;
 pub mod roster;
 pub mod running;
-pub mod scaffold;
-pub mod session;
+pub(crate) mod scaffold;
+pub(crate) mod session;
 pub mod shell;
-pub mod signals;
+pub(crate) mod signals;
 pub mod store;
-pub mod testing;
+pub(crate) mod testing;
 pub mod timing;
 pub mod trace;
-pub mod yaml;
+pub(crate) mod yaml;
 
 pub use diag::{Diagnostic, Location, Result};

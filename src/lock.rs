@@ -21,14 +21,14 @@ use crate::yaml::{self, Node, Reader};
 
 mod write;
 
-pub use write::{LockArgs, resolve, resolve_in, run};
+pub(crate) use write::{LockArgs, run};
 
-pub const FILE_NAME: &str = "murmur.lock";
+pub(crate) const FILE_NAME: &str = "murmur.lock";
 /// The only `lock_version` this mur reads and writes.
-pub const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pin {
+pub(crate) struct Pin {
     /// `<scope>/<name>`
     pub name: String,
     pub version: String,
@@ -37,19 +37,19 @@ pub struct Pin {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Lock {
+pub(crate) struct Lock {
     /// Sorted by name when `mur lock` writes them; one per name.
     pub pins: Vec<Pin>,
 }
 
 impl Lock {
-    pub fn pin(&self, name: &str) -> Option<&Pin> {
+    pub(crate) fn pin(&self, name: &str) -> Option<&Pin> {
         self.pins.iter().find(|p| p.name == name)
     }
 
     /// The file's text, as `mur lock` writes it: pins sorted by name, versions quoted
     /// so that no YAML reader turns 1.10 into a number.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut pins: Vec<&Pin> = self.pins.iter().collect();
         pins.sort_by(|a, b| a.name.cmp(&b.name));
         let mut out = format!(
@@ -71,7 +71,7 @@ impl Lock {
 }
 
 /// The project's murmur.lock; None when there is none.
-pub fn load(project: &Path) -> Result<Option<Lock>> {
+pub(crate) fn load(project: &Path) -> Result<Option<Lock>> {
     let file = project.join(FILE_NAME);
     let text = match std::fs::read_to_string(&file) {
         Ok(text) => text,
@@ -87,7 +87,7 @@ pub fn load(project: &Path) -> Result<Option<Lock>> {
 }
 
 /// Parses a lock file's text strictly; also returns where each pin starts.
-pub fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
+pub(crate) fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
     let root = yaml::parse(text, file, E_REG_001)?;
     let r = Reader::new(file, E_REG_001);
     if root.is_null() {
@@ -165,7 +165,7 @@ pub fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
 }
 
 /// E-REG-005 naming both the pin and what was found, when they differ.
-pub fn check(pin: &Pin, found: &Installed, lock_file: &Path) -> Result<()> {
+pub(crate) fn check(pin: &Pin, found: &Installed, lock_file: &Path) -> Result<()> {
     if pin.name == found.name && pin.version == found.version && pin.sha256 == found.sha256 {
         return Ok(());
     }

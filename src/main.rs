@@ -1,3 +1,6 @@
+// The binary is a thin CLI over the library: the dependencies are the library's.
+#![allow(unused_crate_dependencies)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -106,7 +106,7 @@ impl OutcomeLine {
 
 /// Why a peer is not ready: the seven causes of E-RUN-045.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NotReady {
+pub(crate) enum NotReady {
     #[error("it exited before it reported ({0})")]
     ExitedBeforeReport(String),
     #[error("its first line is not a readiness line: {0:?}")]
@@ -132,7 +132,7 @@ pub enum NotReady {
 
 /// What a ready peer reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ready {
+pub(crate) struct Ready {
     pub session_id: String,
     pub door: String,
 }
@@ -140,7 +140,7 @@ pub struct Ready {
 /// Whether an Agent Card names `session`: the door declares it in the card's
 /// `capabilities.extensions[]` entry for `door::SESSION_EXTENSION_URI`, as
 /// `params.sessionId` (see docs/door.md).
-pub fn card_names_session(card: &serde_json::Value, session: &str) -> bool {
+pub(crate) fn card_names_session(card: &serde_json::Value, session: &str) -> bool {
     card["capabilities"]["extensions"]
         .as_array()
         .is_some_and(|extensions| {
@@ -154,7 +154,7 @@ pub fn card_names_session(card: &serde_json::Value, session: &str) -> bool {
 /// Waits for the peer `child` to become ready: its first stdout line (read from
 /// `stdout`) must be a readiness line for `formation` with a door, and the door must
 /// answer as that session, all before `deadline`.
-pub async fn wait<R: AsyncBufRead + Unpin>(
+pub(crate) async fn wait<R: AsyncBufRead + Unpin>(
     child: &mut Child,
     stdout: &mut R,
     formation: &str,

@@ -15,10 +15,10 @@ use crate::fsutil::{self, Durability};
 use crate::paths;
 
 mod flush;
-pub use flush::Flusher;
+pub(crate) use flush::Flusher;
 
 /// The folders made inside every records directory.
-pub const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
+pub(crate) const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
 
 /// A session's records directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct Identity {
 
 /// The records directory of session `session_id` run in `workdir` (absolute; symlinks
 /// are resolved when it exists).
-pub fn dir_for(workdir: &Path, session_id: &str) -> PathBuf {
+pub(crate) fn dir_for(workdir: &Path, session_id: &str) -> PathBuf {
     paths::records_root()
         .join(paths::strip_root(&absolute(workdir)))
         .join(session_id)
@@ -252,7 +252,7 @@ fn safe_name(name: &str) -> String {
 /// ```
 ///
 /// The two formation lines appear only in a formation.
-pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> String {
+pub(crate) fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> String {
     let mut s = String::from(
         "# MURMUR.md\n\nWritten by mur for this session's agent. Do not edit: mur writes it anew.\n\n## Identity\n\n",
     );
@@ -280,7 +280,7 @@ pub fn murmur_md(identity: &Identity, workdir: &Path, records: &Records) -> Stri
 
 /// A session whose records directory, trace and MURMUR.md exist.
 #[derive(Debug)]
-pub struct StartedRecords {
+pub(crate) struct StartedRecords {
     pub records: Records,
     /// Its first record, `session_start`, is written.
     pub trace: std::sync::Arc<crate::trace::TraceWriter>,
@@ -290,7 +290,7 @@ pub struct StartedRecords {
 
 /// What `session_start` says beyond the identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartInfo {
+pub(crate) struct StartInfo {
     /// The installed artifact's sha256; `None` for a capsule run from its folder.
     pub sha256: Option<String>,
     /// In a formation: the members this one may call, in roster order.
@@ -300,7 +300,7 @@ pub struct StartInfo {
 /// Starts a session's records in one step: the records directory under `records_root`
 /// (`paths::records_root()` for the real one), its trace opening with
 /// `session_start`, and MURMUR.md. On failure nothing of it is left behind.
-pub fn start(
+pub(crate) fn start(
     records_root: &Path,
     workdir: &Path,
     identity: &Identity,
@@ -347,7 +347,7 @@ pub fn start(
 /// `ses_…` folder holding a trace; the walk does not enter sessions nor follow
 /// symlinks. For `mur trace show`: a formation's sessions are those whose
 /// `session_start` names it.
-pub fn find_sessions(root: &Path) -> Vec<Records> {
+pub(crate) fn find_sessions(root: &Path) -> Vec<Records> {
     let mut found = Vec::new();
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
@@ -373,22 +373,22 @@ pub fn find_sessions(root: &Path) -> Vec<Records> {
 }
 
 /// The records directory of session `session_id` under `root`, if there is one.
-pub fn find_session(root: &Path, session_id: &str) -> Option<Records> {
+pub(crate) fn find_session(root: &Path, session_id: &str) -> Option<Records> {
     find_sessions(root)
         .into_iter()
         .find(|r| r.session_id == session_id)
 }
 
 /// Why a task was canceled, as its `canceled:` line says it.
-pub mod cancel_reason {
+pub(crate) mod cancel_reason {
     /// The member's lifeline closed.
-    pub const FORMATION_ENDED: &str = "formation ended";
+    pub(crate) const FORMATION_ENDED: &str = "formation ended";
     /// The session's first SIGTERM.
-    pub const SIGTERM: &str = "SIGTERM (E-RUN-040)";
+    pub(crate) const SIGTERM: &str = "SIGTERM (E-RUN-040)";
     /// The session's `--deadline`.
-    pub const DEADLINE: &str = "deadline reached (E-RUN-053)";
+    pub(crate) const DEADLINE: &str = "deadline reached (E-RUN-053)";
     /// A CancelTask from `credential` (`operator`, `member:<name>`, ...).
-    pub fn by(credential: &str) -> String {
+    pub(crate) fn by(credential: &str) -> String {
         format!("canceled by {credential}")
     }
 }
@@ -405,7 +405,7 @@ pub mod cancel_reason {
 ///
 /// Reasons and questions are folded onto that one line. `saved` names, in order,
 /// where the bytes of each file part went.
-pub fn result_text(outcome: &Outcome, cancel_reason: &str, saved: &[String]) -> String {
+pub(crate) fn result_text(outcome: &Outcome, cancel_reason: &str, saved: &[String]) -> String {
     match outcome {
         Outcome::Completed { message, artifacts } => {
             let mut s = String::from("completed\n");

@@ -2,19 +2,19 @@
 //! SIGINT) and the launcher (SIGINT, SIGTERM, SIGHUP) both take theirs from here.
 
 use futures_util::future::{FutureExt, select_all};
-pub use nix::sys::signal::Signal;
+pub(crate) use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Handlers for a set of signals, installed by [`Signals::new`]; read with
 /// [`Signals::next`].
-pub struct Signals {
+pub(crate) struct Signals {
     watched: Vec<(Signal, tokio::signal::unix::Signal)>,
 }
 
 impl Signals {
     /// Installs the handlers now: from here on these signals never take their default
     /// action. One that cannot be installed is left out.
-    pub fn new(which: &[Signal]) -> Signals {
+    pub(crate) fn new(which: &[Signal]) -> Signals {
         Signals {
             watched: which
                 .iter()
@@ -25,12 +25,12 @@ impl Signals {
 
     /// From now on `sig` is caught and not seen. tokio never uninstalls a handler it
     /// installed, so it is never the default action either.
-    pub fn stop_watching(&mut self, sig: Signal) {
+    pub(crate) fn stop_watching(&mut self, sig: Signal) {
         self.watched.retain(|(s, _)| *s != sig);
     }
 
     /// The next signal to arrive; never, when none is watched.
-    pub async fn next(&mut self) -> Signal {
+    pub(crate) async fn next(&mut self) -> Signal {
         if self.watched.is_empty() {
             return std::future::pending().await;
         }
@@ -43,7 +43,7 @@ impl Signals {
 }
 
 /// The exit status of a process ended by `sig`: 128 + its number.
-pub fn exit_code(sig: Signal) -> i32 {
+pub(crate) fn exit_code(sig: Signal) -> i32 {
     128 + sig as i32
 }
 

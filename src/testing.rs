@@ -8,15 +8,15 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Multiplies every time limit of the spec (`crate::timing`) by a number in (0, 1].
-pub const TIME_SCALE_ENV: &str = crate::env::MUR_TEST_TIME_SCALE;
+pub(crate) const TIME_SCALE_ENV: &str = crate::env::MUR_TEST_TIME_SCALE;
 /// The program the launcher starts for every member instead of `mur` itself.
-pub const MEMBER_PROGRAM_ENV: &str = crate::env::MUR_TEST_MEMBER_PROGRAM;
+pub(crate) const MEMBER_PROGRAM_ENV: &str = crate::env::MUR_TEST_MEMBER_PROGRAM;
 /// Makes the launcher grow until the OOM killer ends it, `<seconds>` after the
 /// entry member has started.
-pub const LAUNCHER_BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
+pub(crate) const LAUNCHER_BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
 
 /// The time scale in force: 1.0 unless `MUR_TEST_TIME_SCALE` holds a number in (0, 1].
-pub fn time_scale() -> f64 {
+pub(crate) fn time_scale() -> f64 {
     static SCALE: OnceLock<f64> = OnceLock::new();
     *SCALE.get_or_init(|| parse_scale(std::env::var(TIME_SCALE_ENV).ok().as_deref()))
 }
@@ -29,13 +29,13 @@ fn parse_scale(value: Option<&str>) -> f64 {
 }
 
 /// `MUR_TEST_MEMBER_PROGRAM`, when set.
-pub fn member_program() -> Option<PathBuf> {
+pub(crate) fn member_program() -> Option<PathBuf> {
     std::env::var_os(MEMBER_PROGRAM_ENV).map(PathBuf::from)
 }
 
 /// `MUR_TEST_LAUNCHER_BALLOON`: called by the launcher once its entry member has
 /// started; does nothing unless the setting holds a whole number of seconds.
-pub fn launcher_balloon() {
+pub(crate) fn launcher_balloon() {
     if let Some(after) = parse_balloon(std::env::var(LAUNCHER_BALLOON_ENV).ok().as_deref()) {
         start_balloon(after);
     }

@@ -17,20 +17,20 @@ use crate::catalogue::Code;
 use crate::diag::{Diagnostic, Location, Result};
 
 /// Documents larger than this are refused before parsing.
-pub const MAX_DOCUMENT_BYTES: usize = 1 << 20;
+pub(crate) const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 /// Nesting deeper than this is refused (no real manifest comes close).
 const MAX_DEPTH: usize = 64;
 
 /// One node of a document, with the line and column (1-based) where it starts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
+pub(crate) struct Node {
     pub value: Value,
     pub line: usize,
     pub column: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// An empty value (`key:`), `~` or `null`, or an empty document.
     Null,
     /// A scalar as written; `plain` is false for quoted and block scalars.
@@ -45,7 +45,7 @@ pub enum Value {
 
 impl Node {
     /// A short name of the node's kind, for messages.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match &self.value {
             Value::Null => "nothing",
             Value::Scalar { .. } => "a scalar",
@@ -54,12 +54,12 @@ impl Node {
         }
     }
 
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(self.value, Value::Null)
     }
 
     /// The scalar text, if this is a scalar.
-    pub fn text(&self) -> Option<&str> {
+    pub(crate) fn text(&self) -> Option<&str> {
         match &self.value {
             Value::Scalar { text, .. } => Some(text),
             _ => None,
@@ -68,7 +68,7 @@ impl Node {
 }
 
 /// Parses `text` into its root node; a syntax fault is `code` at its position.
-pub fn parse(text: &str, file: &Path, code: Code) -> Result<Node> {
+pub(crate) fn parse(text: &str, file: &Path, code: Code) -> Result<Node> {
     let fault = |line: usize, column: usize, message: String| {
         Diagnostic::new(code, message)
             .at(Location::new(file, line, column))
@@ -210,21 +210,21 @@ impl Builder {
 
 /// Reads typed values out of nodes, turning every fault into `code` at the node.
 #[derive(Debug, Clone)]
-pub struct Reader {
+pub(crate) struct Reader {
     pub file: PathBuf,
     pub code: Code,
 }
 
 /// A mapping node's entries, read through a `Reader`.
 #[derive(Debug, Clone, Copy)]
-pub struct Map<'a> {
+pub(crate) struct Map<'a> {
     pub node: &'a Node,
     pub entries: &'a [(Node, Node)],
 }
 
 impl<'a> Map<'a> {
     /// The value of `key`; a key written with no value counts as absent.
-    pub fn get(&self, key: &str) -> Option<&'a Node> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Node> {
         self.entries
             .iter()
             .find(|(k, _)| k.text() == Some(key))
@@ -233,7 +233,7 @@ impl<'a> Map<'a> {
     }
 
     /// The key node itself (for positions), if present.
-    pub fn key(&self, key: &str) -> Option<&'a Node> {
+    pub(crate) fn key(&self, key: &str) -> Option<&'a Node> {
         self.entries
             .iter()
             .find(|(k, _)| k.text() == Some(key))
@@ -242,7 +242,7 @@ impl<'a> Map<'a> {
 }
 
 impl Reader {
-    pub fn new(file: impl Into<PathBuf>, code: Code) -> Self {
+    pub(crate) fn new(file: impl Into<PathBuf>, code: Code) -> Self {
         Reader {
             file: file.into(),
             code,
@@ -250,12 +250,17 @@ impl Reader {
     }
 
     /// A fault of this document's code at `node`.
-    pub fn fault(&self, node: &Node, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn fault(&self, node: &Node, message: impl Into<String>) -> Diagnostic {
         self.fault_with(self.code, node, message)
     }
 
     /// A fault of another code at `node` (a rule with its own code).
-    pub fn fault_with(&self, code: Code, node: &Node, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn fault_with(
+        &self,
+        code: Code,
+        node: &Node,
+        message: impl Into<String>,
+    ) -> Diagnostic {
         Diagnostic::new(code, message).at(Location::new(&self.file, node.line, node.column))
     }
 
@@ -268,7 +273,7 @@ impl Reader {
     }
 
     /// `node` as a mapping whose keys are all in `allowed`.
-    pub fn map<'a>(&self, node: &'a Node, field: &str, allowed: &[&str]) -> Result<Map<'a>> {
+    pub(crate) fn map<'a>(&self, node: &'a Node, field: &str, allowed: &[&str]) -> Result<Map<'a>> {
         let Value::Map(entries) = &node.value else {
             return Err(self.wrong_type(node, field, "a mapping"));
         };
@@ -292,7 +297,7 @@ impl Reader {
     }
 
     /// The value of a required key.
-    pub fn required<'a>(&self, map: &Map<'a>, key: &str, field: &str) -> Result<&'a Node> {
+    pub(crate) fn required<'a>(&self, map: &Map<'a>, key: &str, field: &str) -> Result<&'a Node> {
         map.get(key).ok_or_else(|| {
             let at = map.key(key).unwrap_or(map.node);
             self.fault(at, format!("`{field}` is required"))
@@ -300,7 +305,7 @@ impl Reader {
         })
     }
 
-    pub fn seq<'a>(&self, node: &'a Node, field: &str) -> Result<&'a [Node]> {
+    pub(crate) fn seq<'a>(&self, node: &'a Node, field: &str) -> Result<&'a [Node]> {
         match &node.value {
             Value::Seq(items) => Ok(items),
             _ => Err(self.wrong_type(node, field, "a list")),
@@ -308,13 +313,13 @@ impl Reader {
     }
 
     /// Any scalar, as the text written: `1.10` stays "1.10", `true` is "true".
-    pub fn string<'a>(&self, node: &'a Node, field: &str) -> Result<&'a str> {
+    pub(crate) fn string<'a>(&self, node: &'a Node, field: &str) -> Result<&'a str> {
         node.text()
             .ok_or_else(|| self.wrong_type(node, field, "a string"))
     }
 
     /// A plain `true` or `false` (YAML 1.2 core schema spellings).
-    pub fn bool(&self, node: &Node, field: &str) -> Result<bool> {
+    pub(crate) fn bool(&self, node: &Node, field: &str) -> Result<bool> {
         match &node.value {
             Value::Scalar { text, plain: true } => match text.as_str() {
                 "true" | "True" | "TRUE" => Ok(true),
@@ -326,7 +331,7 @@ impl Reader {
     }
 
     /// A plain integer.
-    pub fn integer(&self, node: &Node, field: &str) -> Result<i64> {
+    pub(crate) fn integer(&self, node: &Node, field: &str) -> Result<i64> {
         match &node.value {
             Value::Scalar { text, plain: true } => text
                 .parse::<i64>()
@@ -336,7 +341,7 @@ impl Reader {
     }
 
     /// A list of scalars.
-    pub fn strings<'a>(&self, node: &'a Node, field: &str) -> Result<Vec<&'a str>> {
+    pub(crate) fn strings<'a>(&self, node: &'a Node, field: &str) -> Result<Vec<&'a str>> {
         self.seq(node, field)?
             .iter()
             .map(|item| self.string(item, &format!("{field}[]")))

@@ -83,7 +83,7 @@ impl DoorClient<'_> {
     }
 
     /// SendMessage with `returnImmediately`: answers as soon as the door holds the task.
-    pub async fn send(&self, text: &str) -> Result<Sent, CallError> {
+    pub(super) async fn send(&self, text: &str) -> Result<Sent, CallError> {
         let message = a2a::Message::text(a2a::Role::User, text);
         let params = json!({"message": message, "configuration": {"returnImmediately": true}});
         match self.rpc(a2a::SEND_MESSAGE, params).await {
@@ -100,7 +100,7 @@ impl DoorClient<'_> {
         }
     }
 
-    pub async fn get(&self, id: &str) -> Result<Task, CallError> {
+    pub(super) async fn get(&self, id: &str) -> Result<Task, CallError> {
         let result = self.rpc(a2a::GET_TASK, json!({"id": id})).await?;
         serde_json::from_value(result).map_err(|e| CallError::Rpc {
             member: self.member.to_string(),
@@ -109,7 +109,7 @@ impl DoorClient<'_> {
         })
     }
 
-    pub async fn cancel(&self, id: &str) -> Result<(), CallError> {
+    pub(super) async fn cancel(&self, id: &str) -> Result<(), CallError> {
         self.rpc(a2a::CANCEL_TASK, json!({"id": id}))
             .await
             .map(|_| ())
@@ -119,7 +119,7 @@ impl DoorClient<'_> {
     /// returns it as GetTask shows it then (artifacts included). Follows it with
     /// SubscribeToTask; a stream that breaks is followed by GetTask, polled with
     /// backoff, and subscribed again.
-    pub async fn wait_end(&self, id: &str) -> Result<Task, CallError> {
+    pub(super) async fn wait_end(&self, id: &str) -> Result<Task, CallError> {
         let mut pause = Duration::from_millis(50);
         loop {
             self.follow(id).await;

@@ -14,7 +14,7 @@ use crate::a2a::rpc as m;
 use crate::credential::{TokenCheck, Verifier};
 
 /// The five methods a formation token reaches.
-pub const FORMATION_SCOPES: [&str; 5] = [
+pub(super) const FORMATION_SCOPES: [&str; 5] = [
     m::SEND_MESSAGE,
     m::GET_TASK,
     m::CANCEL_TASK,
@@ -22,11 +22,12 @@ pub const FORMATION_SCOPES: [&str; 5] = [
     m::SUBSCRIBE_TO_TASK,
 ];
 /// Methods only the operator token reaches.
-pub const OPERATOR_METHODS: [&str; 3] = [m::WATCH_SESSION, m::STOP_SESSION, m::RESOURCES_FILES];
+pub(super) const OPERATOR_METHODS: [&str; 3] =
+    [m::WATCH_SESSION, m::STOP_SESSION, m::RESOURCES_FILES];
 
 /// A refusal at the door, answered as HTTP 401/403 with `{"error","message"}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuthError {
+pub(super) enum AuthError {
     Unauthenticated,
     /// One body for every token that does not verify, whatever the reason.
     InvalidToken,
@@ -43,7 +44,7 @@ pub enum AuthError {
 }
 
 impl AuthError {
-    pub fn name(&self) -> &'static str {
+    pub(super) fn name(&self) -> &'static str {
         match self {
             AuthError::Unauthenticated | AuthError::OperatorOnly => "unauthenticated",
             AuthError::InvalidToken => "invalid_token",
@@ -106,7 +107,7 @@ impl IntoResponse for AuthError {
 }
 
 /// The door's credentials, kept as SHA-256 digests compared in constant time.
-pub struct Auth {
+pub(super) struct Auth {
     operator: [u8; 32],
     declared: Vec<(String, [u8; 32])>,
     public: bool,
@@ -119,7 +120,7 @@ fn digest(token: &str) -> [u8; 32] {
 }
 
 impl Auth {
-    pub fn new(config: &DoorConfig) -> Auth {
+    pub(super) fn new(config: &DoorConfig) -> Auth {
         let verifier = config.formation.as_ref().map(|f| {
             if config.limits.cache_verified_tokens {
                 Verifier::new(f.verify_key.clone(), f.member.clone())
@@ -142,7 +143,7 @@ impl Auth {
     }
 
     /// Who presents this request, from its Authorization header alone.
-    pub fn identify(&self, headers: &HeaderMap) -> Result<Credential, AuthError> {
+    pub(super) fn identify(&self, headers: &HeaderMap) -> Result<Credential, AuthError> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return if self.public {
                 Ok(Credential::Public)
@@ -184,7 +185,7 @@ impl Auth {
     }
 
     /// Whether `credential` may call `method`.
-    pub fn authorize(&self, credential: &Credential, method: &str) -> Result<(), AuthError> {
+    pub(super) fn authorize(&self, credential: &Credential, method: &str) -> Result<(), AuthError> {
         let operator_only = OPERATOR_METHODS.contains(&method);
         match credential {
             Credential::Operator => Ok(()),

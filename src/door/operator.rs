@@ -14,7 +14,7 @@ use super::server::{Call, Shared, json_reply};
 use crate::a2a::{self, FileEntry, FilesRequest, FilesResponse, RpcError};
 
 /// The most entries one resources/files answer lists.
-pub const MAX_FILE_ENTRIES: usize = 10_000;
+pub(super) const MAX_FILE_ENTRIES: usize = 10_000;
 
 pub(crate) async fn dispatch(s: &Arc<Shared>, call: Call) -> Result<Response, RpcError> {
     match call.method.as_str() {
@@ -80,7 +80,7 @@ async fn files(s: &Arc<Shared>, call: Call) -> Result<Response, RpcError> {
 /// Lists `rel` under `root`, depth first in name order. `rel` must be a relative
 /// path of plain names: no `..`, no root, and no symlink on the way, so nothing
 /// outside `root` is ever read. Symlinks inside are listed, never followed.
-pub fn list_files(root: &Path, rel: &str) -> Result<FilesResponse, RpcError> {
+pub(super) fn list_files(root: &Path, rel: &str) -> Result<FilesResponse, RpcError> {
     let escape =
         || RpcError::invalid_params("path must name a folder inside the session's files folder");
     let mut dir = root.to_path_buf();

@@ -30,7 +30,7 @@ use crate::a2a::{
 /// The URI of mur's Agent Card extension that names the session.
 pub const SESSION_EXTENSION_URI: &str = "https://murmur.dev/a2a/extensions/session/v1";
 /// Longest string id the door accepts (and echoes back).
-pub const MAX_ID_BYTES: usize = 256;
+pub(super) const MAX_ID_BYTES: usize = 256;
 
 /// What every request handler shares.
 pub(crate) struct Shared {
@@ -201,7 +201,7 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
 const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How long the door waits, when it shuts down, for responses under way to finish.
-pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+pub(super) const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn card(State(s): State<Arc<Shared>>) -> Response {
     (

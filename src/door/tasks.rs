@@ -283,7 +283,10 @@ impl TaskStore {
             s if s.is_terminal() => return Err(RpcError::not_cancelable(s)),
             _ => {}
         }
-        let msg = Message::text(Role::Agent, format!("canceled by {caller}"));
+        let msg = Message::text(
+            Role::Agent,
+            crate::records::cancel_reason::by(&caller.to_string()),
+        );
         set_status(&mut state, id, TaskState::Canceled, Some(msg));
         let entry = &state.tasks[id];
         entry.cancel.cancel();

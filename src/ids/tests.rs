@@ -75,9 +75,8 @@ fn member_names_follow_the_roster_rule() {
 }
 
 #[test]
-fn artifact_names_are_scope_and_name() {
+fn artifact_names_are_scope_slash_name() {
     let n: ArtifactName = "local/coder".parse().unwrap();
-    assert_eq!(n.split(), ("local", "coder"));
     assert_eq!(n.to_string(), "local/coder");
     for bad in [
         "coder",

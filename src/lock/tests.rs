@@ -2,6 +2,7 @@ use std::path::PathBuf;
 
 use rstest::rstest;
 
+use super::write::resolve_in;
 use super::*;
 use crate::catalogue::{self, Code};
 use crate::pack::tests::packed;

@@ -23,7 +23,7 @@ const ROSTER_FILE: &str = "roster.yaml";
 #[derive(Debug, Args)]
 pub struct LockArgs {}
 
-pub fn run(_args: &LockArgs) -> Result<i32> {
+pub(crate) fn run(_args: &LockArgs) -> Result<i32> {
     let project = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_REG_007, format!("cannot read the current folder: {e}")))?;
     let (lock, warnings) = resolve(&project)?;
@@ -81,12 +81,12 @@ impl Want {
 }
 
 /// What `mur lock` pins for `project`, and the warnings to show. Writes nothing.
-pub fn resolve(project: &Path) -> Result<(Lock, Vec<Diagnostic>)> {
+pub(crate) fn resolve(project: &Path) -> Result<(Lock, Vec<Diagnostic>)> {
     resolve_in(project, &Stores::of(project))
 }
 
 /// `resolve` with the stores given.
-pub fn resolve_in(project: &Path, stores: &Stores) -> Result<(Lock, Vec<Diagnostic>)> {
+pub(crate) fn resolve_in(project: &Path, stores: &Stores) -> Result<(Lock, Vec<Diagnostic>)> {
     let mut wants: BTreeMap<String, Want> = BTreeMap::new();
     let mut asked = roster_wants(project)?;
     asked.extend(manifest_wants(project)?);

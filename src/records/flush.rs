@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// The least time from one round's start to the next one's, unless a
 /// [`Flusher::flush`] or the end is waiting.
-pub const ROUND_GAP: Duration = Duration::from_millis(50);
+pub(super) const ROUND_GAP: Duration = Duration::from_millis(50);
 
 /// Syncs a fixed set of files and folders each time it is told something changed.
 pub struct Flusher {

@@ -25,7 +25,7 @@ pub struct NewArgs {
     pub roster: bool,
 }
 
-pub fn run(args: &NewArgs) -> Result<i32> {
+pub(crate) fn run(args: &NewArgs) -> Result<i32> {
     let cwd = std::env::current_dir().map_err(|e| {
         Diagnostic::new(E_NEW_003, format!("cannot read the current folder: {e}"))
             .hint("Run `mur new` from a folder that exists and that you can write to.")
@@ -53,7 +53,7 @@ pub fn run(args: &NewArgs) -> Result<i32> {
 }
 
 /// Writes the scaffold for `name` as `<parent>/<name>/` and returns that path.
-pub fn create(parent: &Path, name: &str, roster: bool) -> Result<PathBuf> {
+pub(crate) fn create(parent: &Path, name: &str, roster: bool) -> Result<PathBuf> {
     check_name(name)?;
     let target = parent.join(name);
     if target.symlink_metadata().is_ok() {

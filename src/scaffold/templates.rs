@@ -2,7 +2,7 @@
 //! here parses as written; the tests hold them to it.
 
 /// A single capsule: `murmur.yaml` and `INSTRUCTIONS.md`.
-pub fn capsule(name: &str) -> Vec<(String, String)> {
+pub(super) fn capsule(name: &str) -> Vec<(String, String)> {
     vec![
         (
             "murmur.yaml".into(),
@@ -40,7 +40,7 @@ lifecycle:
 
 /// A roster folder: `roster.yaml`, `README.md`, and the source folders `lead/`
 /// (the entry member, which calls `helper`) and `helper/`.
-pub fn roster(name: &str) -> Vec<(String, String)> {
+pub(super) fn roster(name: &str) -> Vec<(String, String)> {
     vec![
         (
             "roster.yaml".into(),

@@ -13,7 +13,7 @@ use crate::{lock, pack, paths};
 
 /// A capsule ready to run.
 #[derive(Debug, Clone)]
-pub struct Capsule {
+pub(crate) struct Capsule {
     pub manifest: Manifest,
     /// The folder holding the capsule's files: its source folder, or its unpacked copy.
     pub root: PathBuf,
@@ -25,13 +25,13 @@ pub struct Capsule {
 }
 
 impl Capsule {
-    pub fn sha256(&self) -> Option<String> {
+    pub(crate) fn sha256(&self) -> Option<String> {
         self.installed.as_ref().map(|i| i.sha256.to_string())
     }
 
     /// The capsule's instructions file, read from its root (None when it has none or
     /// it cannot be read).
-    pub fn instructions(&self) -> Option<String> {
+    pub(crate) fn instructions(&self) -> Option<String> {
         let rel = self.manifest.instructions.as_ref()?;
         std::fs::read_to_string(self.root.join(rel)).ok()
     }
@@ -40,7 +40,7 @@ impl Capsule {
 impl Capsule {
     /// W-RUN-009 when the capsule declares WASM tools or hooks: accepted by the
     /// manifest, not run by this mur, so the user hears it rather than finds out.
-    pub fn components_not_run(&self) -> Option<Diagnostic> {
+    pub(crate) fn components_not_run(&self) -> Option<Diagnostic> {
         let m = &self.manifest;
         let mut named: Vec<String> = m
             .tools
@@ -66,7 +66,7 @@ impl Capsule {
 }
 
 /// The murmur.yaml of `dir` (`mur run` with no --capsule). Never reads roster.yaml.
-pub fn from_folder(dir: &Path) -> Result<Capsule> {
+pub(crate) fn from_folder(dir: &Path) -> Result<Capsule> {
     let manifest = manifest::load(&dir.join(manifest::FILE_NAME))?;
     Ok(Capsule {
         name: manifest.name.clone(),
@@ -78,14 +78,14 @@ pub fn from_folder(dir: &Path) -> Result<Capsule> {
 }
 
 /// `~/.murmur/cache/`
-pub fn cache_root() -> PathBuf {
+pub(crate) fn cache_root() -> PathBuf {
     paths::murmur_home().join("cache")
 }
 
 /// The installed capsule `name` at `version`, resolved from `project`'s stores and
 /// lock. `bound` is the sha256 a formation's admission bound it to: other bytes are
 /// refused with E-RUN-047.
-pub fn installed(
+pub(crate) fn installed(
     project: &Path,
     name: &str,
     version: &str,

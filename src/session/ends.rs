@@ -12,7 +12,7 @@ use crate::trace::{ExitStatus, RecordedState};
 
 /// What began the session's end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
+pub(crate) enum Cause {
     /// A first SIGTERM or SIGINT, or the operator's murmur.StopSession.
     Sigterm { busy: bool },
     /// The lifeline read end of file: the formation ended.
@@ -27,7 +27,7 @@ pub enum Cause {
 
 /// What the session exits with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Exit {
+pub(crate) struct Exit {
     pub status: ExitStatus,
     pub code: i32,
     pub error: Option<Code>,
@@ -35,7 +35,7 @@ pub struct Exit {
 
 impl Cause {
     /// The spec's tables: how each end is reported.
-    pub fn exit(self) -> Exit {
+    pub(crate) fn exit(self) -> Exit {
         let exit = |status, code, error| Exit {
             status,
             code,
@@ -58,7 +58,7 @@ impl Cause {
     }
 
     /// The `canceled:` reason of a task this end cancels.
-    pub fn cancel_reason(self) -> &'static str {
+    pub(crate) fn cancel_reason(self) -> &'static str {
         match self {
             Cause::Sigterm { .. } => cancel_reason::SIGTERM,
             Cause::Lifeline { .. } => cancel_reason::FORMATION_ENDED,
@@ -69,13 +69,13 @@ impl Cause {
 
     /// A SIGTERM during this wind-down: ignored after the lifeline closed (the
     /// wind-down is under way), otherwise it is a second SIGTERM and exits 143.
-    pub fn sigterm_exits_at_once(self) -> bool {
+    pub(crate) fn sigterm_exits_at_once(self) -> bool {
         !matches!(self, Cause::Lifeline { .. })
     }
 }
 
 /// The `status:` word of an exit status, as `session_end.exit_status` writes it.
-pub fn status_word(status: ExitStatus) -> &'static str {
+pub(crate) fn status_word(status: ExitStatus) -> &'static str {
     match status {
         ExitStatus::Ok => "ok",
         ExitStatus::FormationEnded => "formation_ended",
@@ -88,12 +88,12 @@ pub fn status_word(status: ExitStatus) -> &'static str {
 /// The signals a session watches: each is a SIGTERM to it. A formation member stops
 /// watching SIGINT (`Signals::stop_watching`): it leaves the terminal's Ctrl-C to its
 /// launcher, which closes its lifeline.
-pub const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
+pub(crate) const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
 
 /// Exits with 143 now, wherever the session is: forgets its running record first
 /// (two file removals), kills every descendant, and runs no destructor that could
 /// block.
-pub fn exit_now(running: &RunningDir, session_id: &str) -> ! {
+pub(crate) fn exit_now(running: &RunningDir, session_id: &str) -> ! {
     let _ = running.remove(session_id);
     // Nothing the session started outlives it (docs/descendants.md).
     crate::descendants::sweep_all();
@@ -104,7 +104,7 @@ pub fn exit_now(running: &RunningDir, session_id: &str) -> ! {
 /// Arms the lifeline's last resort: `after` (20 s, scaled) from now the process exits
 /// with 143 wherever its teardown is. A thread of its own, so a blocked runtime
 /// cannot hold it up.
-pub fn arm_wind_down_limit(after: Duration, running: RunningDir, session_id: String) {
+pub(crate) fn arm_wind_down_limit(after: Duration, running: RunningDir, session_id: String) {
     let _ = std::thread::Builder::new()
         .name("wind-down-limit".into())
         .spawn(move || {

@@ -18,10 +18,10 @@ use crate::timing;
 
 /// The variable a delegated child's spawner lifeline is named by. A child carries its
 /// parent's formation id and no formation lifeline, and prints no W-RUN-007.
-pub const SPAWNER_LIFELINE_ENV: &str = crate::env::MURMUR_SPAWNER_LIFELINE;
+pub(crate) const SPAWNER_LIFELINE_ENV: &str = crate::env::MURMUR_SPAWNER_LIFELINE;
 
 /// The session's place in a formation.
-pub enum Place {
+pub(crate) enum Place {
     /// No formation (or `--resume`, which never re-adopts one).
     None,
     /// `MURMUR_FORMATION_ID` without a lifeline: runs as any `mur run` (W-RUN-007 was
@@ -34,10 +34,9 @@ pub enum Place {
 /// A formation member's membership: who it is, what its launcher handed it, and its
 /// lifeline. Its callees (tokens, door URLs, reach) are `peers`. Holds tokens: no
 /// `Debug`.
-pub struct Membership {
+pub(crate) struct Membership {
     pub formation_id: String,
     pub name: String,
-    pub entry: bool,
     pub verify_key: VerifyKey,
     pub project_dir: PathBuf,
     pub workdir: PathBuf,
@@ -54,7 +53,7 @@ fn refuse(message: impl Into<String>) -> Diagnostic {
 }
 
 /// Reads the session's formation environment. `warn` prints W-RUN-007.
-pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Place> {
+pub(crate) async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Place> {
     if resume {
         return Ok(Place::None);
     }
@@ -116,7 +115,6 @@ pub async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Place> {
     Ok(Place::Member(Box::new(Membership {
         formation_id,
         name: creds.member,
-        entry: creds.entry,
         verify_key,
         project_dir: creds.project_dir,
         workdir: creds.workdir,

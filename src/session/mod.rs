@@ -14,13 +14,13 @@
 //! - [`retain`]: `trace.retain` over the capsule's earlier sessions;
 //! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
 
-pub mod capsule;
-pub mod ends;
-pub mod formation;
-pub mod ops;
-pub mod resume;
-pub mod serve;
-pub mod task;
+pub(crate) mod capsule;
+pub(crate) mod ends;
+pub(crate) mod formation;
+pub(crate) mod ops;
+pub(crate) mod resume;
+pub(crate) mod serve;
+pub(crate) mod task;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -121,7 +121,7 @@ impl RunArgs {
 }
 
 /// Runs `mur run`; returns the exit status.
-pub fn run(args: &RunArgs) -> Result<i32> {
+pub(crate) fn run(args: &RunArgs) -> Result<i32> {
     if args.roster.is_some() {
         return run_roster(args);
     }

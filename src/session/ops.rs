@@ -54,7 +54,7 @@ pub enum TraceCommand {
 /// Sends SIGTERM to a session, or to a formation's launcher and to its members
 /// started by hand (running records naming the formation without a member name: no
 /// launcher ends them).
-pub fn stop(args: &StopArgs) -> Result<i32> {
+pub(crate) fn stop(args: &StopArgs) -> Result<i32> {
     let running = RunningDir::default();
     let mut targets: Vec<(String, u32)> = Vec::new();
     if args.id.starts_with("frm_") {
@@ -104,7 +104,7 @@ pub fn stop(args: &StopArgs) -> Result<i32> {
 }
 
 /// Lists live sessions, oldest first; with `--all` every session, newest first.
-pub fn ps(args: &PsArgs) -> Result<i32> {
+pub(crate) fn ps(args: &PsArgs) -> Result<i32> {
     let live = RunningDir::default().list()?;
     if args.all {
         return ps_all(args, &live);
@@ -249,7 +249,7 @@ fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> 
 }
 
 /// `mur trace show`.
-pub fn trace(args: &TraceArgs) -> Result<i32> {
+pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
     let TraceCommand::Show { id, json } = &args.command;
     let root = paths::records_root();
     let formations = paths::formations_dir();

@@ -16,7 +16,7 @@ use crate::trace::{self, Event};
 
 /// A session to continue.
 #[derive(Debug, Clone)]
-pub struct Resumed {
+pub(crate) struct Resumed {
     pub session_id: String,
     pub records_dir: PathBuf,
     pub workdir: PathBuf,
@@ -31,7 +31,7 @@ pub struct Resumed {
 }
 
 /// Finds session `id`'s records; refuses a session that is still running.
-pub fn find(id: &str) -> Result<Resumed> {
+pub(crate) fn find(id: &str) -> Result<Resumed> {
     let records = records::find_session(&paths::records_root(), id).ok_or_else(|| {
         Diagnostic::new(
             E_RUN_003,
@@ -82,7 +82,7 @@ fn from_records(records: &Records) -> Result<Resumed> {
 impl Resumed {
     /// The capsule the session ran: the installed one by name and version, or the
     /// murmur.yaml of its work folder.
-    pub fn capsule(&self) -> Result<Capsule> {
+    pub(crate) fn capsule(&self) -> Result<Capsule> {
         if self.installed {
             capsule::installed(
                 &self.project,

@@ -30,14 +30,14 @@ use crate::{output, paths, timing};
 
 /// The lifecycle in force: the manifest's, with the flags laid over it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LifecycleInForce {
+pub(crate) struct LifecycleInForce {
     pub acceptance: door::Acceptance,
     pub exit_after_task: bool,
     pub idle_timeout: Option<Duration>,
 }
 
 impl LifecycleInForce {
-    pub fn of(m: &manifest::Lifecycle, args: &RunArgs) -> LifecycleInForce {
+    pub(crate) fn of(m: &manifest::Lifecycle, args: &RunArgs) -> LifecycleInForce {
         let queue = match args.lifecycle_task_acceptance {
             Some(a) => a == AcceptanceFlag::Queue,
             None => m.task_acceptance == manifest::TaskAcceptance::Queue,
@@ -68,7 +68,7 @@ impl LifecycleInForce {
 
 /// Runs `mur run` (not `--roster`). Refusals before the session exists are `Err`;
 /// once its records exist every end is reported in them and the status returned.
-pub async fn session(args: &RunArgs) -> Result<i32> {
+pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
     // Handlers first: a SIGTERM from the moment the readiness line is out (or before)
     // must wind the session down, never kill it with the default action.
     let mut signals = Signals::new(&ends::SIGNALS);

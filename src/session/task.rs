@@ -11,7 +11,7 @@ use crate::records::Records;
 use crate::trace::{Event, RecordedState, TraceWriter};
 
 /// What every task of a session shares.
-pub struct TaskEnv {
+pub(crate) struct TaskEnv {
     pub trace: Arc<TraceWriter>,
     pub records: Records,
     pub transport: TransportConfig,
@@ -42,7 +42,7 @@ impl TaskEnv {
 
     /// The system prompt: the `[Capsule]` block on http, the instructions, MURMUR.md,
     /// and for a resumed session what was said before.
-    pub fn system_prompt(parts: &PromptParts, earlier: Option<&str>) -> String {
+    pub(crate) fn system_prompt(parts: &PromptParts, earlier: Option<&str>) -> String {
         let mut system = agent::system_prompt(parts);
         if let Some(earlier) = earlier.filter(|e| !e.trim().is_empty()) {
             if !system.is_empty() {
@@ -76,7 +76,7 @@ impl TaskEnv {
 }
 
 /// Runs `work` to its end and returns the state it ended in.
-pub async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
+pub(crate) async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     let task_id = work.task_id.clone();
     let mut text = work.message.text_content();
     env.record(Event::A2aTaskReceived {

@@ -110,7 +110,7 @@ pub fn put(
 }
 
 /// E-STO-003 naming both sha256s.
-pub fn conflict(old: &Installed, new_sha256: &crate::ids::Sha256) -> Diagnostic {
+pub(super) fn conflict(old: &Installed, new_sha256: &crate::ids::Sha256) -> Diagnostic {
     Diagnostic::new(
         E_STO_003,
         format!(

@@ -1,6 +1,14 @@
 //! The integration tests, one binary (as ripgrep's tests/tests.rs and uv's
 //! tests/it/main.rs): one link step, one harness in `support`, one module per area.
 
+// Tests use some of the dev-dependencies each, and print what a failure needs.
+#![allow(
+    unused_crate_dependencies,
+    unreachable_pub,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod support;
 
 mod a2a_sdk;

@@ -22,7 +22,10 @@ pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A client trusting the public roots, `SSL_CERT_FILE`'s certificates and `ca_file`'s.
-pub fn client(ca_file: Option<&Path>, timeout: Duration) -> Result<reqwest::Client, Diagnostic> {
+pub(super) fn client(
+    ca_file: Option<&Path>,
+    timeout: Duration,
+) -> Result<reqwest::Client, Diagnostic> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(file) = std::env::var_os(SSL_CERT_FILE).filter(|f| !f.is_empty()) {
@@ -71,7 +74,7 @@ fn add_pem(roots: &mut rustls::RootCertStore, path: &Path, what: &str) -> Result
 
 /// What went wrong with a request, for the turn's error and the trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fault {
+pub(super) enum Fault {
     /// The server's certificate was refused.
     Certificate(String),
     /// Nothing listens there, or the name does not resolve.
@@ -84,7 +87,7 @@ pub enum Fault {
 
 impl Fault {
     /// Whether another try may go better.
-    pub fn is_retryable(&self) -> bool {
+    pub(super) fn is_retryable(&self) -> bool {
         matches!(self, Fault::Dropped(_))
     }
 }
@@ -107,7 +110,7 @@ impl std::fmt::Display for Fault {
 /// Names a failed request by what its source chain holds: a rustls certificate
 /// error, a refused connection, a reset one. An `io::Error` may wrap another (hyper's
 /// connector wraps the TLS stream's), so each is unwrapped to the bottom.
-pub fn fault(e: &reqwest::Error) -> Fault {
+pub(super) fn fault(e: &reqwest::Error) -> Fault {
     let mut source: Option<&(dyn std::error::Error + 'static)> = e.source();
     let mut text = e.to_string();
     let mut kinds = Vec::new();
