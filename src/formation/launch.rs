@@ -86,8 +86,10 @@ pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) 
     let strays = crate::descendants::watch_strays(STRAY_WATCH, Some(grace));
     let status = launch(plan, options, places).await;
     strays.abort();
+    let last = timing::scaled(LAST_STRAY_WAIT);
     let _ =
-        tokio::task::spawn_blocking(move || crate::descendants::end_strays_then_sweep(grace)).await;
+        tokio::task::spawn_blocking(move || crate::descendants::end_strays_then_sweep(grace, last))
+            .await;
     status
 }
 
