@@ -75,6 +75,9 @@ pub fn all() -> Vec<Scenario> {
         s("real-escape-kill-group", Real, || {
             Box::pin(real::escape_kill_group())
         }),
+        s("real-escape-group-kill-25s", Real, || {
+            Box::pin(real::escape_group_kill_25s())
+        }),
         s("real-kill-group", Real, || Box::pin(real::kill_group(true))),
         s("real-pure-kill-launcher", Real, || {
             Box::pin(real::kill_launcher(false))

@@ -665,3 +665,40 @@ pub async fn escape_kill_group() -> Result<Measured> {
         note: format!("working peer's escaped grandchild {gc} swept by its wound-down peer"),
     })
 }
+
+/// A working peer that cannot wind down (SIGSTOPped) when the launcher gets SIGTERM:
+/// the launcher SIGKILLs its group at 25 s, its harness dies of its parent-death
+/// signal, and the escaped grandchild, reparented to the launcher, is ended before the
+/// launcher exits: all within 30 s of the SIGTERM, in real time.
+pub async fn escape_group_kill_25s() -> Result<Measured> {
+    let sb = Sandbox::start("real-escape-group-kill-25s", Config::default()).await?;
+    let f = start(
+        sb,
+        "escapepeer",
+        &[],
+        &member_env(false, vec![]),
+        &["lead", "coder", "escapee"],
+        &[],
+    )
+    .await?;
+    f.sb.exec(
+        vec!["/e2e/bin/send-task".into(), "escapee".into(), TASK.into()],
+        &[],
+    )
+    .await?
+    .ok()?;
+    let gc = escaped(&f).await?;
+    fault(&f.sb, "STOP", &f.pid("escapee").await?.to_string()).await?;
+    let at = fault(&f.sb, "TERM", &f.launch.pid.to_string()).await?;
+    let gone = f.gone(at).await?;
+    ensure!(
+        gone >= crate::scenarios::kills::GROUP_KILL,
+        "gone after {gone} s: the stopped peer should have lasted until its 25 s group kill"
+    );
+    Ok(Measured {
+        teardown: Some(gone),
+        note: format!(
+            "stopped peer group-killed at 25 s; its escaped grandchild {gc} ended by the launcher"
+        ),
+    })
+}
