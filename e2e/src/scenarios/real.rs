@@ -636,11 +636,10 @@ pub async fn escape_kill_entry() -> Result<Measured> {
     })
 }
 
-/// A kill of the launcher's group, with the escaped grandchild below a working peer:
-/// the peer's lifeline closes, it winds down and sweeps. (Below the entry member,
-/// which dies with the group, only a cgroup would end it: docs/descendants.md.)
-pub async fn escape_kill_group() -> Result<Measured> {
-    let sb = Sandbox::start("real-escape-kill-group", Config::default()).await?;
+/// The `escapepeer` roster, its peer `escapee` given a task: its harness left an
+/// escaped grandchild, whose pid is returned.
+async fn escaping_peer(scenario: &str) -> Result<(Real, u32)> {
+    let sb = Sandbox::start(scenario, Config::default()).await?;
     let f = start(
         sb,
         "escapepeer",
@@ -657,6 +656,14 @@ pub async fn escape_kill_group() -> Result<Measured> {
     .await?
     .ok()?;
     let gc = escaped(&f).await?;
+    Ok((f, gc))
+}
+
+/// A kill of the launcher's group, with the escaped grandchild below a working peer:
+/// the peer's lifeline closes, it winds down and sweeps. (Below the entry member,
+/// which dies with the group, only a cgroup would end it: docs/descendants.md.)
+pub async fn escape_kill_group() -> Result<Measured> {
+    let (f, gc) = escaping_peer("real-escape-kill-group").await?;
     let at = fault(&f.sb, "KILL", &format!("-{}", f.launch.pid)).await?;
     let gone = f.gone(at).await?;
     traces::of(&f.traces().await?, "escapee")?.expect_end(true, "formation_ended", 0, None)?;
@@ -671,23 +678,7 @@ pub async fn escape_kill_group() -> Result<Measured> {
 /// signal, and the escaped grandchild, reparented to the launcher, is ended before the
 /// launcher exits: all within 30 s of the SIGTERM, in real time.
 pub async fn escape_group_kill_25s() -> Result<Measured> {
-    let sb = Sandbox::start("real-escape-group-kill-25s", Config::default()).await?;
-    let f = start(
-        sb,
-        "escapepeer",
-        &[],
-        &member_env(false, vec![]),
-        &["lead", "coder", "escapee"],
-        &[],
-    )
-    .await?;
-    f.sb.exec(
-        vec!["/e2e/bin/send-task".into(), "escapee".into(), TASK.into()],
-        &[],
-    )
-    .await?
-    .ok()?;
-    let gc = escaped(&f).await?;
+    let (f, gc) = escaping_peer("real-escape-group-kill-25s").await?;
     fault(&f.sb, "STOP", &f.pid("escapee").await?.to_string()).await?;
     let at = fault(&f.sb, "TERM", &f.launch.pid.to_string()).await?;
     let gone = f.gone(at).await?;
