@@ -24,11 +24,11 @@ use mur::delegation::{DelegationConfig, Delegations};
 use mur::shell::{self, ShellConfig};
 use tokio_util::sync::CancellationToken;
 
+#[path = "support/measure.rs"]
+mod measure;
+
 fn main() {
-    let iters: usize = std::env::var("MUR_BENCH_ITERS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(500);
+    let iters: usize = measure::knob("MUR_BENCH_ITERS", 500, 5);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let (home, proj) = (root.join("home"), root.join("proj"));
@@ -43,7 +43,7 @@ fn main() {
     rt.block_on(async {
         let calls = shell_calls(&root, iters).await;
         report("shell call (`true`, spawn to result)", &calls);
-        let trips = delegations(&root, &proj, (iters / 5).max(20)).await;
+        let trips = delegations(&root, &proj, (iters / 5).max(measure::sized(20, 2))).await;
         report(
             "delegation round trip (child start to result, builtin model)",
             &trips,

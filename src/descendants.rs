@@ -255,10 +255,11 @@ pub fn reap_strays(kill_live: Option<Duration>) -> usize {
     live.len()
 }
 
-/// The launcher's last act: every stray gets its `grace` (see [`reap_strays`]), then
-/// every descendant left is swept.
-pub fn end_strays_then_sweep(grace: Duration) {
-    let until = Instant::now() + grace + Duration::from_millis(500);
+/// The launcher's last act: each live stray gets what is left of its `grace`, but
+/// no more than `last` from now (the formation has ended: its 30 s bound holds even
+/// for a stray first seen at the 25 s group kill), then every descendant left is swept.
+pub fn end_strays_then_sweep(grace: Duration, last: Duration) {
+    let until = Instant::now() + last;
     while reap_strays(Some(grace)) > 0 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -91,13 +91,17 @@ pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) 
     let strays = crate::descendants::watch_strays(STRAY_WATCH, Some(grace));
     let status = launch(plan, options, places).await;
     strays.abort();
+    let last = timing::scaled(LAST_STRAY_WAIT);
     let _ =
-        tokio::task::spawn_blocking(move || crate::descendants::end_strays_then_sweep(grace)).await;
+        tokio::task::spawn_blocking(move || crate::descendants::end_strays_then_sweep(grace, last))
+            .await;
     status
 }
 
 /// How often the launcher looks for what a dead member left behind.
 const STRAY_WATCH: Duration = Duration::from_millis(500);
+/// How long, at most, the launcher's end waits for strays to end on their SIGTERM.
+const LAST_STRAY_WAIT: Duration = Duration::from_secs(2);
 
 /// Launches `plan` and returns the launcher's exit status once every member stopped.
 pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {

@@ -120,7 +120,9 @@ pub(crate) async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         })
     });
     let mut tools: Vec<Arc<dyn agent::Tool>> = Vec::new();
-    if let Some(tool) = calls.clone().and_then(crate::call_member::CallMember::new) {
+    let call_tool = calls.clone().and_then(crate::call_member::CallMember::new);
+    let calling = call_tool.is_some();
+    if let Some(tool) = call_tool {
         tools.push(tool);
     }
     // The host's own tools (docs/shell.md, docs/delegation.md).
@@ -142,11 +144,13 @@ pub(crate) async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         transport,
         trace: Some(env.trace.clone()),
     });
-    // E-MAN-003 keeps call-member and delegation apart: a task has one or neither.
-    if let Some(calls) = calls {
-        agent = agent.with_turn_end(calls);
-    } else if let Some(d) = delegations {
-        agent = agent.with_turn_end(d);
+    // One turn end waits for owed answers. E-MAN-003 keeps the call-member tool (a
+    // member with callees) and delegation apart; a member with no callee that may
+    // delegate waits for its children.
+    match (calls, delegations) {
+        (Some(calls), d) if calling || d.is_none() => agent = agent.with_turn_end(calls),
+        (_, Some(d)) => agent = agent.with_turn_end(d),
+        _ => {}
     }
     agent = agent.with_progress(partial_output(&env, &handle));
     loop {

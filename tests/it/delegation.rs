@@ -241,3 +241,52 @@ fn a_child_winds_down_when_its_parent_is_killed() {
     assert_eq!(end["type"], "session_end", "{end}");
     assert_eq!(end["exit_status"], "formation_ended", "{end}");
 }
+
+#[test]
+fn a_formation_member_delegates_and_its_child_ends_with_the_formation() {
+    let w = World::new();
+    let (mut launcher, kid) = {
+        w.install("kid", "", Some("IFS= read -r task\nexec sleep 600\n"));
+        let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Work."}"#;
+        w.install("boss", SPAWN, Some(&parent(&w.root, args)));
+        std::fs::write(
+            w.proj.join("roster.yaml"),
+            "roster_version: 1\nmembers:\n  - name: boss\n    capsule: local/boss\n    version: 1.0.0\n    entry: true\n",
+        )
+        .unwrap();
+        let launcher = w
+            .mur()
+            .args(["run", "--roster", "--task", "go"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(w.root.join("launcher.err")).unwrap())
+            .spawn()
+            .unwrap();
+        let kid = std::panic::catch_unwind(|| running(&w, "local/kid")).unwrap_or_else(|_| {
+            panic!(
+                "no child; launcher: {}; tool: {:?}",
+                std::fs::read_to_string(w.root.join("launcher.err")).unwrap_or_default(),
+                std::fs::read_to_string(w.root.join("tool.json"))
+            )
+        });
+        (launcher, kid)
+    };
+    // The child resolved local/kid from the roster's project, and carries the
+    // formation's id (and nothing else of it).
+    let frm = kid["formation_id"].as_str().unwrap().to_string();
+    assert!(frm.starts_with("frm_"), "{kid}");
+    assert_eq!(running(&w, "local/boss")["formation_id"], frm.as_str());
+    let pid = kid["pid"].as_i64().unwrap() as i32;
+    let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap())
+        .into_owned();
+    assert!(environ.contains(&format!("MURMUR_FORMATION_ID={frm}")));
+    assert!(!environ.contains("MURMUR_FORMATION_LIFELINE"));
+    assert!(!environ.contains("MURMUR_FORMATION_CHANNEL"));
+    // The member dies; the launcher, whose stray the child now is, ends with nothing left.
+    let boss = running(&w, "local/boss")["pid"].as_i64().unwrap() as i32;
+    kill(Pid::from_raw(boss), Signal::SIGKILL).unwrap();
+    assert_eq!(launcher.wait().unwrap().code(), Some(137));
+    assert!(
+        gone(pid),
+        "the launcher exited, leaving the delegated child"
+    );
+}

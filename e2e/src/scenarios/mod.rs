@@ -66,6 +66,18 @@ pub fn all() -> Vec<Scenario> {
             Box::pin(real::kill_launcher(true))
         }),
         s("real-kill-entry", Real, || Box::pin(real::kill_entry(true))),
+        s("real-escape-kill-launcher", Real, || {
+            Box::pin(real::escape_kill_launcher())
+        }),
+        s("real-escape-kill-entry", Real, || {
+            Box::pin(real::escape_kill_entry())
+        }),
+        s("real-escape-kill-group", Real, || {
+            Box::pin(real::escape_kill_group())
+        }),
+        s("real-escape-group-kill-25s", Real, || {
+            Box::pin(real::escape_group_kill_25s())
+        }),
         s("real-kill-group", Real, || Box::pin(real::kill_group(true))),
         s("real-pure-kill-launcher", Real, || {
             Box::pin(real::kill_launcher(false))

@@ -565,3 +565,131 @@ pub async fn readiness() -> Result<Measured> {
         ),
     })
 }
+
+/// What only the escaping grandchildren of docker/e2e/capsules/escaper and escapee run.
+const ESCAPED: &str = "sleep 2147483646";
+
+/// Waits until an escaped grandchild runs: not in its harness's process group, and
+/// ignoring SIGTERM (docs/descendants.md).
+async fn escaped(f: &Real) -> Result<u32> {
+    let until = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = procs::scan(&f.sb).await?;
+        if let Some(p) = s
+            .alive()
+            .into_iter()
+            .find(|p| p.cmdline.starts_with(ESCAPED))
+        {
+            ensure!(p.pgid == p.pid, "the grandchild {p} did not call setsid");
+            return Ok(p.pid);
+        }
+        ensure!(
+            tokio::time::Instant::now() < until,
+            "no escaped grandchild ran; launcher stderr: {}",
+            f.launch.stderr(&f.sb).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The `escape` roster: the entry member's harness left an escaped grandchild.
+async fn escaping_entry(scenario: &str) -> Result<Real> {
+    let sb = Sandbox::start(scenario, Config::default()).await?;
+    start(
+        sb,
+        "escape",
+        &["--task", TASK],
+        &member_env(false, vec![]),
+        &["lead", "coder", "reviewer"],
+        &["lead"],
+    )
+    .await
+}
+
+/// A kill of the launcher: the entry member's lifeline closes, it winds down and
+/// sweeps its descendants, the escaped grandchild included.
+pub async fn escape_kill_launcher() -> Result<Measured> {
+    let f = escaping_entry("real-escape-kill-launcher").await?;
+    let gc = escaped(&f).await?;
+    let at = fault(&f.sb, "KILL", &f.launch.pid.to_string()).await?;
+    let gone = f.gone(at).await?;
+    f.entry_wound_down_mid_task().await?;
+    Ok(Measured {
+        teardown: Some(gone),
+        note: format!(
+            "entry's setsid, TERM-ignoring grandchild {gc} swept by its wound-down member"
+        ),
+    })
+}
+
+/// A kill of the entry member: its harness dies of its parent-death signal, the
+/// grandchild reparents to the launcher (a subreaper), which ends it before exiting.
+pub async fn escape_kill_entry() -> Result<Measured> {
+    let f = escaping_entry("real-escape-kill-entry").await?;
+    let gc = escaped(&f).await?;
+    let at = fault(&f.sb, "KILL", &f.pid("lead").await?.to_string()).await?;
+    let gone = f.gone(at).await?;
+    f.launcher_exit(137).await?;
+    Ok(Measured {
+        teardown: Some(gone),
+        note: format!("entry's escaped grandchild {gc} reparented to the launcher and ended by it"),
+    })
+}
+
+/// The `escapepeer` roster, its peer `escapee` given a task: its harness left an
+/// escaped grandchild, whose pid is returned.
+async fn escaping_peer(scenario: &str) -> Result<(Real, u32)> {
+    let sb = Sandbox::start(scenario, Config::default()).await?;
+    let f = start(
+        sb,
+        "escapepeer",
+        &[],
+        &member_env(false, vec![]),
+        &["lead", "coder", "escapee"],
+        &[],
+    )
+    .await?;
+    f.sb.exec(
+        vec!["/e2e/bin/send-task".into(), "escapee".into(), TASK.into()],
+        &[],
+    )
+    .await?
+    .ok()?;
+    let gc = escaped(&f).await?;
+    Ok((f, gc))
+}
+
+/// A kill of the launcher's group, with the escaped grandchild below a working peer:
+/// the peer's lifeline closes, it winds down and sweeps. (Below the entry member,
+/// which dies with the group, only a cgroup would end it: docs/descendants.md.)
+pub async fn escape_kill_group() -> Result<Measured> {
+    let (f, gc) = escaping_peer("real-escape-kill-group").await?;
+    let at = fault(&f.sb, "KILL", &format!("-{}", f.launch.pid)).await?;
+    let gone = f.gone(at).await?;
+    traces::of(&f.traces().await?, "escapee")?.expect_end(true, "formation_ended", 0, None)?;
+    Ok(Measured {
+        teardown: Some(gone),
+        note: format!("working peer's escaped grandchild {gc} swept by its wound-down peer"),
+    })
+}
+
+/// A working peer that cannot wind down (SIGSTOPped) when the launcher gets SIGTERM:
+/// the launcher SIGKILLs its group at 25 s, its harness dies of its parent-death
+/// signal, and the escaped grandchild, reparented to the launcher, is ended before the
+/// launcher exits: all within 30 s of the SIGTERM, in real time.
+pub async fn escape_group_kill_25s() -> Result<Measured> {
+    let (f, gc) = escaping_peer("real-escape-group-kill-25s").await?;
+    fault(&f.sb, "STOP", &f.pid("escapee").await?.to_string()).await?;
+    let at = fault(&f.sb, "TERM", &f.launch.pid.to_string()).await?;
+    let gone = f.gone(at).await?;
+    ensure!(
+        gone >= crate::scenarios::kills::GROUP_KILL,
+        "gone after {gone} s: the stopped peer should have lasted until its 25 s group kill"
+    );
+    Ok(Measured {
+        teardown: Some(gone),
+        note: format!(
+            "stopped peer group-killed at 25 s; its escaped grandchild {gc} ended by the launcher"
+        ),
+    })
+}
