@@ -10,6 +10,7 @@ pub mod call_member;
 pub mod catalogue;
 pub mod channel;
 pub mod cli;
+pub mod component;
 pub mod credential;
 pub mod diag;
 pub mod doctor;
