@@ -9,6 +9,7 @@ mod admission;
 mod agent_card_skills;
 mod call_member;
 mod catalogue_docs;
+mod components;
 mod crash;
 mod door_a2a;
 mod door_auth;

@@ -50,11 +50,12 @@ fn build() -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot run cargo to build the guests: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let hint = if err.contains("target may not be installed") || err.contains("can't find crate") {
-            format!(" (run `rustup target add {TARGET}`)")
-        } else {
-            String::new()
-        };
+        let hint =
+            if err.contains("target may not be installed") || err.contains("can't find crate") {
+                format!(" (run `rustup target add {TARGET}`)")
+            } else {
+                String::new()
+            };
         return Err(format!(
             "building the guests in {} failed{hint}:\n{err}",
             root.display()
