@@ -4,6 +4,7 @@
 
 mod grants;
 mod hooks;
+mod http;
 mod network;
 mod pack;
 mod tools;

@@ -157,3 +157,24 @@ fn a_second_session_loads_the_compiled_component_and_a_damaged_entry_is_rebuilt(
         "the entry was rebuilt"
     );
 }
+
+#[test]
+fn the_builtin_model_calls_the_tool_a_task_names() {
+    let w = World::new();
+    share_cache(&w);
+    let src = w.dir.path().join("src/offline");
+    std::fs::create_dir_all(src.join("tools")).unwrap();
+    std::fs::copy(guest("tool-echo"), src.join("tools/echo.wasm")).unwrap();
+    w.install("offline", &tools_yaml(&[("echo", "tools/echo.wasm")]), None);
+    let out = w.run_task("offline", r#"tool: echo {"text": "said offline"}"#);
+    let trace = ran(&w, &out);
+    assert_eq!(
+        results(&trace)["call_1"],
+        (false, "said offline".to_string())
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("echo answered:\n> said offline"),
+        "{stdout}"
+    );
+}
