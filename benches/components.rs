@@ -13,7 +13,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mur::agent::{Tool, ToolCall};
+use mur::agent::ToolCall;
 use mur::component::{Catalog, Grants, Host};
 
 #[path = "../tests/it/support/clean.rs"]
@@ -27,9 +27,8 @@ const WARM_CALLS: usize = 1000;
 fn capsule(dir: &Path, tools: usize) {
     std::fs::create_dir_all(dir.join("tools")).unwrap();
     std::fs::copy(guests::guest("tool-echo"), dir.join("tools/echo.wasm")).unwrap();
-    let mut yaml = String::from(
-        "name: bench\nversion: 0.1.0\ndescription: d\nagent:\n  transport: builtin\n",
-    );
+    let mut yaml =
+        String::from("name: bench\nversion: 0.1.0\ndescription: d\nagent:\n  transport: builtin\n");
     if tools > 0 {
         yaml.push_str("tools:\n");
     }
@@ -66,7 +65,9 @@ fn call() -> ToolCall {
 /// The first call of a new session's tool: its schema, then the call.
 async fn first_call(dir: &Path, cache: &Path) -> Duration {
     let started = Instant::now();
-    let tools = host(dir, cache).tools().await;
+    let tools = host(dir, cache)
+        .tools(mur::call_member::Trust::Trusted)
+        .await;
     let out = tools[0].call(&call()).await;
     let took = started.elapsed();
     assert!(!out.is_error && out.output == "hello", "{out:?}");
@@ -128,7 +129,9 @@ fn main() {
         for _ in 0..RUNS {
             cached.push(first_call(&dir, &cache).await);
         }
-        let tools = host(&dir, &cache).tools().await;
+        let tools = host(&dir, &cache)
+            .tools(mur::call_member::Trust::Trusted)
+            .await;
         tools[0].call(&call()).await;
         let mut warm = Vec::new();
         for _ in 0..WARM_CALLS {
@@ -137,8 +140,14 @@ fn main() {
             warm.push(started.elapsed());
             assert!(!out.is_error);
         }
-        println!("tool call, cold (compile, empty cache): median {}", ms(median(cold)));
-        println!("tool call, first from the on-disk cache: median {} (goal < 20 ms)", ms(median(cached)));
+        println!(
+            "tool call, cold (compile, empty cache): median {}",
+            ms(median(cold))
+        );
+        println!(
+            "tool call, first from the on-disk cache: median {} (goal < 20 ms)",
+            ms(median(cached))
+        );
         println!("tool call, warm: median {} (goal < 1 ms)", ms(median(warm)));
     });
     let home = tmp.path().join("home");
@@ -151,6 +160,9 @@ fn main() {
         with.push(start_up(&eight, &home));
         without.push(start_up(&plain, &home));
     }
-    println!("session start-up, 8 tools: median {} (goal < 20 ms)", ms(median(with)));
+    println!(
+        "session start-up, 8 tools: median {} (goal < 20 ms)",
+        ms(median(with))
+    );
     println!("session start-up, no tools: median {}", ms(median(without)));
 }

@@ -73,6 +73,9 @@ catalogue! {
     W_CMP_001 = "W-CMP-001", "Hook failed",
         "A hook trapped, ran out of time or memory, or returned an error for an event whose hooks cannot refuse; the session goes on.",
         "Read the message for the hook's file and what went wrong; a before_tool hook's error refuses the call instead.";
+    W_CMP_002 = "W-CMP-002", "Tool schema unusable",
+        "A tool's `schema()` trapped, ran out of time, or returned no JSON object; the tool is offered to the model with an open object schema, and its calls still run.",
+        "Return a JSON Schema object from `schema()`, such as {\"type\":\"object\",\"properties\":{...}}.";
 
     // ---- E-MAN / W-MAN: murmur.yaml, the capsule manifest ---------------------
     E_MAN_001 = "E-MAN-001", "Manifest does not read",
@@ -91,8 +94,8 @@ catalogue! {
         "`lifecycle.idle_timeout`, `trace.retain.max_age` or `agent.timeout` is not a whole number with one unit, or is zero.",
         "Write a duration such as `45s`, `90m`, `12h` or `30d`; leave the key out for no limit.";
     E_MAN_007 = "E-MAN-007", "Path outside the capsule",
-        "`instructions`, a `tools[].path`, a `hooks[].path` or `agent.driver` is absolute, leaves the capsule through `..`, or (for a component) is not a `.wasm` file.",
-        "Write a path relative to the capsule's folder, such as `tools/search.wasm`.";
+        "`instructions`, a `tools[].path`, a `hooks[].path` or `agent.driver` is absolute, leaves the capsule through `..`, or (for a component) is not a `.wasm` file; or (`mur pack`, `mur install`, `mur run`) a `tools[].path`, `hooks[].path` or `agent.driver` names a file the capsule does not hold.",
+        "Write a path relative to the capsule's folder, such as `tools/search.wasm`, of a file that is there (build components before packing).";
     E_MAN_008 = "E-MAN-008", "Bad network address",
         "A `capabilities.network.allow` entry is not a bare host (optionally with `:port`), or `agent.base_url` is not an http(s) URL with a host.",
         "Write hosts such as `localhost` or `api.example.com:443`, and base URLs such as `http://127.0.0.1:11434/v1`.";

@@ -59,18 +59,22 @@ impl Host {
         Ok(())
     }
 
-    /// Waits for the asynchronous hooks still running, at most
-    /// [`crate::timing::HOOK_DRAIN`]; those still running then are stopped.
-    pub async fn drain(&self) {
-        let mut set =
-            std::mem::take(&mut *self.pending.0.lock().unwrap_or_else(|e| e.into_inner()));
+    /// The session's end: its session_end hooks, then every asynchronous hook still
+    /// running, all within [`crate::timing::HOOK_DRAIN`] (so the wind-down's 20 s exit
+    /// holds however many hooks there are); what still runs then is stopped.
+    pub async fn end(self: &Arc<Self>, record: Value) {
         let bound = crate::timing::scaled(crate::timing::HOOK_DRAIN);
-        let all = async { while set.join_next().await.is_some() {} };
+        let all = async {
+            let _ = self.fire(HookEvent::SessionEnd, record).await;
+            let mut set =
+                std::mem::take(&mut *self.pending.0.lock().unwrap_or_else(|e| e.into_inner()));
+            while set.join_next().await.is_some() {}
+        };
         if tokio::time::timeout(bound, all).await.is_err() {
             crate::output::stderr_line(Diagnostic::new(
                 W_CMP_001,
                 format!(
-                    "asynchronous hooks still ran {} after the session ended; they were stopped",
+                    "hooks still ran {} after the session ended; they were stopped",
                     humantime::format_duration(bound)
                 ),
             ));
@@ -86,7 +90,8 @@ impl Host {
         let Loaded::Hook(pre) = artifact.loaded(&self.cache).await? else {
             return Err(format!("{} is not a hook", artifact.rel));
         };
-        let mut store = self.store()?;
+        // A hook runs for no task of its own: its requests to members are untrusted.
+        let mut store = self.store(crate::call_member::Trust::Untrusted)?;
         let what = format!("{} hook `{}`", event.as_str(), artifact.rel);
         let event = event.as_str();
         let said = self

@@ -26,7 +26,6 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 use wasmtime::Store;
-use wasmtime::component::Component;
 
 pub use check::World;
 pub use engine::{Source, WASMTIME_VERSION, cache_dir};
@@ -34,6 +33,7 @@ pub use hooks::Pending;
 pub use state::MEMORY_LIMIT;
 pub use tool::WasmTool;
 
+use crate::call_member::Trust;
 use crate::catalogue::{E_CMP_003, E_MAN_007};
 use crate::diag::Diagnostic;
 use crate::manifest::{self, HookEvent, Manifest};
@@ -51,6 +51,9 @@ pub struct Grants {
     pub tmp: Option<PathBuf>,
     /// `capabilities.network.allow`.
     pub network: Arc<Vec<String>>,
+    /// In a formation, the members this one may call: `MURMUR_FORMATION_PEERS` and
+    /// their virtual addresses (`http://<member>.formation.invalid`).
+    pub peers: Option<Arc<crate::call_member::Peers>>,
 }
 
 impl Grants {
@@ -78,7 +81,14 @@ impl Grants {
             workdir: workdir.to_path_buf(),
             tmp,
             network: Arc::new(m.capabilities.network.allow.clone()),
+            peers: None,
         }
+    }
+
+    /// With the member's callees (see [`Grants::peers`]).
+    pub fn with_peers(mut self, peers: Option<Arc<crate::call_member::Peers>>) -> Grants {
+        self.peers = peers;
+        self
     }
 }
 
@@ -121,21 +131,25 @@ impl Artifact {
         })
     }
 
-    /// The compiled component, from the cache or compiled, and where it came from.
-    pub fn compile(&self, cache: &Path) -> Result<(Component, Source), String> {
-        engine::load(&self.bytes, &self.sha256, cache).map_err(|e| {
-            format!(
-                "{E_CMP_003}: {} cannot be compiled: {e}",
-                self.path.display()
-            )
-        })
-    }
-
     async fn loaded(&self, cache: &Path) -> Result<&Loaded, String> {
         let loaded = self
             .loaded
             .get_or_init(|| async {
-                let (component, _) = self.compile(cache)?;
+                // Compiling is CPU work of up to seconds: off the session's thread, and
+                // finished (its cache entry written) even when the call is abandoned.
+                let (bytes, sha256, dir) =
+                    (self.bytes.clone(), self.sha256.clone(), cache.to_path_buf());
+                let compiled =
+                    tokio::task::spawn_blocking(move || engine::load(&bytes, &sha256, &dir))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r);
+                let (component, _) = compiled.map_err(|e| {
+                    format!(
+                        "{E_CMP_003}: {} cannot be compiled: {e}",
+                        self.path.display()
+                    )
+                })?;
                 let linked = |e: wasmtime::Error| {
                     format!(
                         "{E_CMP_003}: {} cannot be linked: {e:#}",
@@ -222,9 +236,11 @@ impl Host {
         self.catalog.hooks.iter().any(|(h, _)| h.event == event)
     }
 
-    /// A fresh store for one call of `what`, its deadline armed.
-    fn store(&self) -> Result<Store<State>, String> {
-        let mut store = Store::new(engine::engine(), State::new(&self.grants, self.limit)?);
+    /// A fresh store for one call, made for a task of `trust` (the stamp on a request
+    /// to a virtual member address), its deadline armed.
+    fn store(&self, trust: Trust) -> Result<Store<State>, String> {
+        let state = State::new(&self.grants, self.limit, trust)?;
+        let mut store = Store::new(engine::engine(), state);
         store.limiter(|s| s.limiter());
         store.set_epoch_deadline(1);
         // Every tick: yield to the runtime (the session's other work goes on), and trap

@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{
 };
 
 use super::Grants;
+use crate::call_member::{Routed, Trust};
 
 /// Each instance's memory bound: linear memories together may not grow past it.
 pub const MEMORY_LIMIT: usize = 64 << 20;
@@ -28,10 +29,13 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(grants: &Grants, limit: Duration) -> Result<State, String> {
+    pub fn new(grants: &Grants, limit: Duration, trust: Trust) -> Result<State, String> {
         let mut wasi = WasiCtxBuilder::new();
         for (k, v) in &grants.env {
             wasi.env(k, v);
+        }
+        if let Some(peers) = grants.peers.as_ref().and_then(|p| p.peers_env()) {
+            wasi.env(crate::call_member::PEERS_ENV, peers);
         }
         // Paths are relative to the work folder ("."); the session's tmp/ is /tmp.
         // Nothing else of the host's files exists for the component.
@@ -53,6 +57,8 @@ impl State {
             http: WasiHttpCtx::new(),
             net: Net {
                 allow: grants.network.clone(),
+                peers: grants.peers.clone(),
+                trust,
                 limit,
             },
             limits: Limits {
@@ -143,8 +149,15 @@ impl ResourceLimiter for Limits {
 /// the one reach rule ([`crate::call_member::reaches_host`]); the `Host` header is
 /// set from that same authority, never taken from the guest (a guest's `Host` is a
 /// forbidden header: Spin's CVE-2024-32980).
+///
+/// A request to a virtual member address (`http://<member>.formation.invalid/...`)
+/// goes through [`crate::call_member::Peers::route`]: to the member's real door, checked
+/// against the allow list, with the runtime's token and trust stamp in place of
+/// whatever the component set; any other name under formation.invalid is refused.
 struct Net {
     allow: Arc<Vec<String>>,
+    peers: Option<Arc<crate::call_member::Peers>>,
+    trust: Trust,
     limit: Duration,
 }
 
@@ -168,10 +181,30 @@ impl WasiHttpHooks for Net {
         fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
         drop(fut);
-        let checked = destination(&self.allow, request.uri());
-        let limit = self.limit;
+        let (allow, peers, trust, limit) = (
+            self.allow.clone(),
+            self.peers.clone(),
+            self.trust,
+            self.limit,
+        );
         Box::new(async move {
-            let authority = checked?;
+            if let Some(url) = virtual_address(request.uri()) {
+                let routed = match &peers {
+                    Some(p) => p.route(&url, request.headers_mut(), trust).await,
+                    None => return Err(HttpError::HttpRequestDenied),
+                };
+                match routed {
+                    Ok(Routed::Peer { url, .. }) => {
+                        *request.uri_mut() = url
+                            .as_str()
+                            .parse()
+                            .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+                    }
+                    // Peers::route refuses every other name under formation.invalid.
+                    Ok(Routed::Direct) | Err(_) => return Err(HttpError::HttpRequestDenied),
+                }
+            }
+            let authority = destination(&allow, request.uri())?;
             let host = http::HeaderValue::from_str(&authority)
                 .map_err(|_| HttpError::HttpRequestUriInvalid)?;
             request.headers_mut().insert(http::header::HOST, host);
@@ -190,6 +223,13 @@ impl WasiHttpHooks for Net {
             ))
         })
     }
+}
+
+/// The request's URL when its host is under formation.invalid (the runtime routes it).
+fn virtual_address(uri: &http::Uri) -> Option<String> {
+    let host = uri.host()?.to_ascii_lowercase();
+    let domain = crate::call_member::VIRTUAL_DOMAIN;
+    (host == domain || host.ends_with(&format!(".{domain}"))).then(|| uri.to_string())
 }
 
 /// The request's authority when the allow list reaches it: http or https only, a host

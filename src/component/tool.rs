@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{Artifact, Host, Loaded, engine};
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput};
+use crate::call_member::Trust;
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -27,20 +28,25 @@ pub struct WasmTool {
     schema: Value,
     artifact: Arc<Artifact>,
     host: Arc<Host>,
+    trust: Trust,
 }
 
 impl Host {
     /// The capsule's tools, as the model is to see them. Each schema comes from the
     /// cache beside the compiled component when there is one, else from one call of
     /// the component's `schema()` (and is cached). A tool whose schema cannot be had
-    /// is still offered, with an open object schema; its calls report why.
-    pub async fn tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
+    /// is still offered, with an open object schema; its calls report why. `trust` is
+    /// the task's: the stamp on the tools' requests to members.
+    pub async fn tools(self: &Arc<Self>, trust: Trust) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for (t, artifact) in &self.catalog.tools {
             let schema = match self.schema(artifact, &t.name).await {
                 Ok(s) => s,
                 Err(e) => {
-                    crate::output::stderr_line(format!("[mur run] tool `{}`: {e}", t.name));
+                    crate::output::stderr_line(crate::diag::Diagnostic::new(
+                        crate::catalogue::W_CMP_002,
+                        format!("tool `{}`: {e}", t.name),
+                    ));
                     serde_json::json!({"type": "object"})
                 }
             };
@@ -50,6 +56,7 @@ impl Host {
                 schema,
                 artifact: artifact.clone(),
                 host: self.clone(),
+                trust,
             }));
         }
         tools
@@ -71,7 +78,7 @@ impl Host {
         let Loaded::Tool(pre) = artifact.loaded(&self.cache).await? else {
             return Err(format!("{} is not a tool", artifact.rel));
         };
-        let mut store = self.store()?;
+        let mut store = self.store(Trust::Untrusted)?;
         let what = format!("tool `{name}` (schema)");
         let text = self
             .bounded::<String>(&what, &mut store, async |store| {
@@ -93,6 +100,7 @@ impl Host {
         artifact: &Artifact,
         name: &str,
         arguments: &Value,
+        trust: Trust,
     ) -> ToolOutput {
         let pre = match artifact.loaded(&self.cache).await {
             Ok(Loaded::Tool(pre)) => pre,
@@ -101,7 +109,7 @@ impl Host {
             }
             Err(e) => return ToolOutput::error(e),
         };
-        let mut store = match self.store() {
+        let mut store = match self.store(trust) {
             Ok(s) => s,
             Err(e) => return ToolOutput::error(e),
         };
@@ -146,7 +154,7 @@ impl Tool for WasmTool {
     fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolOutput> {
         Box::pin(
             self.host
-                .call_tool(&self.artifact, &self.name, &call.arguments),
+                .call_tool(&self.artifact, &self.name, &call.arguments, self.trust),
         )
     }
 }

@@ -236,7 +236,8 @@ impl Stage<'_> {
                     &self.capsule.manifest,
                     &self.workdir,
                     Some(records.tmp_dir()),
-                );
+                )
+                .with_peers(self.member.as_ref().map(|m| m.peers.clone()));
                 crate::component::Host::new(catalog, grants)
             });
         let env = Arc::new(TaskEnv {
@@ -621,16 +622,11 @@ impl Live {
             output::stderr_line(Diagnostic::new(code, what));
         }
         if let Some(host) = self.env.components.clone() {
-            // session_end hooks, then every asynchronous hook still running (bounded:
-            // timing::HOOK_DRAIN after one call's bound, inside the wind-down's 20 s).
-            let _ = host
-                .fire(
-                    HookEvent::SessionEnd,
-                    serde_json::json!({"session_id": self.session_id,
-                        "exit_status": exit.status, "exit_code": exit.code}),
-                )
-                .await;
-            host.drain().await;
+            // session_end hooks, then the asynchronous hooks still running: bounded by
+            // timing::HOOK_DRAIN, inside the wind-down's 20 s.
+            let record = serde_json::json!({"session_id": self.session_id,
+                "exit_status": exit.status, "exit_code": exit.code});
+            host.end(record).await;
         }
         self.record(Event::SessionEnd {
             exit_status: exit.status,

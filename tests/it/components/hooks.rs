@@ -80,6 +80,17 @@ fn every_event_runs_its_hook_and_before_tool_may_refuse_the_call() {
 #[test]
 fn asynchronous_hooks_are_drained_at_the_end_and_a_spinning_one_does_not_hold_it() {
     let w = World::new();
+    // The end allows 5 s scaled (0.25 s): compiled beforehand (a synchronous hook of
+    // the same file), so that a cold compile in a debug build does not use it up.
+    install(
+        &w,
+        "warm",
+        &hooks_yaml(&["task_end"], false),
+        &[("hooks/log.wasm", "test-hook")],
+        &[],
+    );
+    ran(&w, &w.run_task("warm", "Warm up."));
+    std::fs::remove_file(w.proj.join("hooks.log")).unwrap();
     install(
         &w,
         "later",

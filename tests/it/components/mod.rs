@@ -7,6 +7,7 @@ mod hooks;
 mod http;
 mod network;
 mod pack;
+mod peers;
 mod tools;
 
 use std::io::{Read, Write};

@@ -1,8 +1,9 @@
 //! A tool for the tests that tries what a component may not do:
 //! - `{"op": "env"}`: every environment variable it sees, `NAME=value` a line;
 //! - `{"op": "socket", "addr"}`: a raw TCP connection;
-//! - `{"op": "request", "scheme", "authority"?, "path", "host"?}`: an HTTP GET with
-//!   the given authority (none when absent) and a Host header of its own.
+//! - `{"op": "request", "scheme", "authority"?, "path", "host"?, "headers"?}`: an HTTP
+//!   GET with the given authority (none when absent), a Host header of its own, and
+//!   more headers (`[[name, value], ...]`).
 use toolkit::{Guest, Output, Value, error, ok};
 
 struct Probe;
@@ -25,7 +26,13 @@ impl Guest for Probe {
             },
             "request" => {
                 let host = s("host");
-                let headers: Vec<(&str, &str)> = host.map(|h| ("host", h)).into_iter().collect();
+                let mut headers: Vec<(&str, &str)> =
+                    host.map(|h| ("host", h)).into_iter().collect();
+                for pair in args["headers"].as_array().into_iter().flatten() {
+                    if let (Some(k), Some(v)) = (pair[0].as_str(), pair[1].as_str()) {
+                        headers.push((k, v));
+                    }
+                }
                 let req = toolkit::http::Request {
                     scheme: s("scheme").unwrap_or("http"),
                     authority: s("authority"),
