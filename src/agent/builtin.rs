@@ -291,6 +291,28 @@ mod tests {
     }
 
     #[test]
+    fn a_task_naming_an_offered_tool_calls_it_else_falls_through_to_a_plan() {
+        let echo = ToolSpec {
+            name: "echo".into(),
+            description: "Echoes.".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        let r = reply(&conv(
+            vec![echo.clone()],
+            vec![user(r#"tool: echo {"text": "hi"}"#)],
+        ));
+        let Reply::ToolCalls { calls, .. } = r else {
+            panic!("no tool call: {r:?}")
+        };
+        assert_eq!(calls[0].name, "echo");
+        assert_eq!(calls[0].arguments, serde_json::json!({"text": "hi"}));
+        for task in ["tool: echo {not json", "tool: other {}"] {
+            let r = reply(&conv(vec![echo.clone()], vec![user(task)]));
+            assert!(matches!(r, Reply::Answer { .. }), "{task}: {r:?}");
+        }
+    }
+
+    #[test]
     fn an_empty_task_is_rejected() {
         assert!(matches!(
             reply(&conv(vec![], vec![user("  \n")])),
