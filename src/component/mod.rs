@@ -92,14 +92,15 @@ impl Grants {
     }
 }
 
-/// One component file of the capsule, checked and hashed; compiled on first use.
+/// One component file of the capsule, checked at start; hashed and compiled on first use.
 pub struct Artifact {
     /// As murmur.yaml names it.
     pub rel: String,
     path: PathBuf,
     world: World,
     bytes: Vec<u8>,
-    sha256: String,
+    /// Computed when first needed (the cache key), not at session start.
+    sha256: std::sync::OnceLock<String>,
     loaded: OnceCell<Result<Loaded, String>>,
 }
 
@@ -123,12 +124,18 @@ impl Artifact {
         check::check(&bytes, &path, world)?;
         Ok(Artifact {
             rel: rel.to_string(),
-            sha256: hex::encode(Sha256::digest(&bytes)),
+            sha256: std::sync::OnceLock::new(),
             path,
             world,
             bytes,
             loaded: OnceCell::new(),
         })
+    }
+
+    /// The sha256 of the file's bytes, hex.
+    pub fn sha256(&self) -> &str {
+        self.sha256
+            .get_or_init(|| hex::encode(Sha256::digest(&self.bytes)))
     }
 
     async fn loaded(&self, cache: &Path) -> Result<&Loaded, String> {
@@ -137,8 +144,11 @@ impl Artifact {
             .get_or_init(|| async {
                 // Compiling is CPU work of up to seconds: off the session's thread, and
                 // finished (its cache entry written) even when the call is abandoned.
-                let (bytes, sha256, dir) =
-                    (self.bytes.clone(), self.sha256.clone(), cache.to_path_buf());
+                let (bytes, sha256, dir) = (
+                    self.bytes.clone(),
+                    self.sha256().to_string(),
+                    cache.to_path_buf(),
+                );
                 let compiled =
                     tokio::task::spawn_blocking(move || engine::load(&bytes, &sha256, &dir))
                         .await

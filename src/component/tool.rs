@@ -63,7 +63,7 @@ impl Host {
     }
 
     fn schema_path(&self, artifact: &Artifact) -> PathBuf {
-        engine::cache_path(&self.cache, &artifact.sha256).with_extension("schema.json")
+        engine::cache_path(&self.cache, artifact.sha256()).with_extension("schema.json")
     }
 
     async fn schema(&self, artifact: &Artifact, name: &str) -> Result<Value, String> {
