@@ -113,3 +113,34 @@ fn asynchronous_hooks_are_drained_at_the_end_and_a_spinning_one_does_not_hold_it
     assert!(stderr.contains("W-CMP-001"), "{stderr}");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
+
+#[test]
+fn the_wind_down_after_sigterm_runs_the_session_end_hooks() {
+    let w = World::new();
+    install(
+        &w,
+        "ending",
+        &hooks_yaml(&["session_start", "session_end"], false),
+        &[("hooks/log.wasm", "test-hook")],
+        &[],
+    );
+    let session = crate::support::session::Session::spawn({
+        let mut cmd = w.run("ending");
+        cmd.arg("--json");
+        cmd
+    });
+    session.ready();
+    // The synchronous session_start hook ran before the readiness line.
+    let log = std::fs::read_to_string(w.proj.join("hooks.log")).unwrap();
+    assert!(log.starts_with("session_start "), "{log}");
+    session.signal(nix::sys::signal::Signal::SIGTERM);
+    let (code, stderr) = session.wait(std::time::Duration::from_secs(20));
+    assert_eq!(code, 0, "{stderr}");
+    let log = std::fs::read_to_string(w.proj.join("hooks.log")).unwrap();
+    let end = log
+        .lines()
+        .find(|l| l.starts_with("session_end "))
+        .unwrap_or_else(|| panic!("{log}"));
+    let record: Value = serde_json::from_str(end.split_once(' ').unwrap().1).unwrap();
+    assert_eq!(record["exit_code"], 0, "{end}");
+}

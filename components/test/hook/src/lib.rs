@@ -14,7 +14,9 @@ impl exports::murmur::capsule::hook::Guest for Hook {
             .append(true)
             .open("hooks.log")
             .map_err(|e| format!("hooks.log: {e}"))?;
-        writeln!(log, "{event} {record}").map_err(|e| e.to_string())?;
+        // One write per line: hooks running side by side append whole lines.
+        log.write_all(format!("{event} {record}\n").as_bytes())
+            .map_err(|e| e.to_string())?;
         if event == "before_tool" && record.contains("refuse-me") {
             return Err("the hook refuses arguments that say refuse-me".to_string());
         }
