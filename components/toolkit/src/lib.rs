@@ -45,8 +45,7 @@ pub fn schema(props: &[(&str, &str)]) -> String {
         .map(|(k, d)| (k.to_string(), json!({"type": "string", "description": d})))
         .collect();
     let required: Vec<&str> = props.iter().map(|(k, _)| *k).collect();
-    json!({"type": "object", "properties": properties, "required": required})
-        .to_string()
+    json!({"type": "object", "properties": properties, "required": required}).to_string()
 }
 
 #[cfg(feature = "http")]
