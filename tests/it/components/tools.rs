@@ -178,3 +178,26 @@ fn the_builtin_model_calls_the_tool_a_task_names() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_component_importing_what_mur_does_not_provide_is_a_tool_error_naming_the_import() {
+    let w = World::new();
+    install(
+        &w,
+        "odd",
+        &tools_yaml(&[("odd", "tools/odd.wasm")]),
+        &[("tools/odd.wasm", "test-unlinked")],
+        &[call("c1", "odd", json!({}))],
+    );
+    let out = w.run_task("odd", "Try it.");
+    let trace = ran(&w, &out);
+    assert_eq!(final_state(&trace), "completed");
+    let (err, text) = &results(&trace)["c1"];
+    assert!(*err && text.contains("E-CMP-003"), "{text}");
+    assert!(
+        text.contains("tools/odd.wasm") && text.contains("test:odd/missing"),
+        "{text}"
+    );
+    // Its schema could not be had either: W-CMP-002, and the tool still offered.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("W-CMP-002"));
+}
