@@ -11,6 +11,18 @@ build:
 test:
     cargo test
 
+# The toolbox example's tools (docs/components.md): components/tools/ built for
+# wasm32-wasip2 into examples/toolbox/tools/<name>.wasm.
+examples:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+    (cd components && cargo build --release --target wasm32-wasip2)
+    for t in echo env read-file write-file http-get; do
+        cp "components/target/wasm32-wasip2/release/tool_${t//-/_}.wasm" "examples/toolbox/tools/$t.wasm"
+    done
+    ls -l examples/toolbox/tools/*.wasm
+
 # Benchmarks (goals in docs/benchmarks.md): admission, the door, formations, a session.
 bench: bench-setup
     cargo bench

@@ -60,6 +60,23 @@ catalogue! {
         "`mur explain` was given a code that is not in the catalogue.",
         "Run `mur explain --list` to see every code.";
 
+    // ---- E-CMP / W-CMP: the capsule's WASM components (tools, hooks) ------------
+    E_CMP_001 = "E-CMP-001", "Not a WASM component",
+        "A `tools[].path` or `hooks[].path` file is not a WebAssembly component: a core module, another file, or one that does not parse. mur runs WASI 0.2 components.",
+        "Build it for the wasm32-wasip2 target (`cargo build --target wasm32-wasip2`), which makes a component; docs/components.md shows a tool.";
+    E_CMP_002 = "E-CMP-002", "Component for another world",
+        "The component does not export what its place in murmur.yaml needs: a tool exports `murmur:capsule/tool@0.1.0`, a hook `murmur:capsule/hook@0.1.0` (wit/capsule.wit).",
+        "Generate the bindings from wit/capsule.wit with world `tool-component` for a tool or `hook-component` for a hook.";
+    E_CMP_003 = "E-CMP-003", "Component cannot be loaded",
+        "The component could not be compiled, linked or started: it imports an interface mur does not provide, or its file changed or vanished.",
+        "Import only WASI 0.2 (wasi:cli, wasi:filesystem, wasi:clocks, wasi:random, wasi:io, wasi:http); the message names the import.";
+    W_CMP_001 = "W-CMP-001", "Hook failed",
+        "A hook trapped, ran out of time or memory, or returned an error for an event whose hooks cannot refuse; the session goes on.",
+        "Read the message for the hook's file and what went wrong; a before_tool hook's error refuses the call instead.";
+    W_CMP_002 = "W-CMP-002", "Tool schema unusable",
+        "A tool's `schema()` trapped, ran out of time, or returned no JSON object; the tool is offered to the model with an open object schema, and its calls still run.",
+        "Return a JSON Schema object from `schema()`, such as {\"type\":\"object\",\"properties\":{...}}.";
+
     // ---- E-MAN / W-MAN: murmur.yaml, the capsule manifest ---------------------
     E_MAN_001 = "E-MAN-001", "Manifest does not read",
         "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, a value outside its choices or range, or lacks a required field.",
@@ -77,8 +94,8 @@ catalogue! {
         "`lifecycle.idle_timeout`, `trace.retain.max_age` or `agent.timeout` is not a whole number with one unit, or is zero.",
         "Write a duration such as `45s`, `90m`, `12h` or `30d`; leave the key out for no limit.";
     E_MAN_007 = "E-MAN-007", "Path outside the capsule",
-        "`instructions`, a `tools[].path`, a `hooks[].path` or `agent.driver` is absolute, leaves the capsule through `..`, or (for a component) is not a `.wasm` file.",
-        "Write a path relative to the capsule's folder, such as `tools/search.wasm`.";
+        "`instructions`, a `tools[].path`, a `hooks[].path` or `agent.driver` is absolute, leaves the capsule through `..`, or (for a component) is not a `.wasm` file; or (`mur pack`, `mur install`, `mur run`) a `tools[].path`, `hooks[].path` or `agent.driver` names a file the capsule does not hold.",
+        "Write a path relative to the capsule's folder, such as `tools/search.wasm`, of a file that is there (build components before packing).";
     E_MAN_008 = "E-MAN-008", "Bad network address",
         "A `capabilities.network.allow` entry is not a bare host (optionally with `:port`), or `agent.base_url` is not an http(s) URL with a host.",
         "Write hosts such as `localhost` or `api.example.com:443`, and base URLs such as `http://127.0.0.1:11434/v1`.";
@@ -248,9 +265,6 @@ catalogue! {
     W_RUN_008 = "W-RUN-008", "Callees out of network reach",
         "The roster lets this member call others, but its capabilities.network.allow reaches no door on localhost, so every call it makes fails.",
         "Add `localhost` to capabilities.network.allow.";
-    W_RUN_009 = "W-RUN-009", "Components not run",
-        "The capsule declares WASM tools or hooks; this mur does not run WASM components yet, so the session runs without them (the model is not offered the tools, no hook fires).",
-        "Run the capsule without them, or expect them to do nothing until mur runs WASM components.";
     W_SEC_013 = "W-SEC-013", "Host warning",
         "The host lacks a protection mur relies on; printed once by the launcher for every member.",
         "Read the warning's text for the protection that is missing.";

@@ -13,6 +13,7 @@ pub mod call_member;
 pub(crate) mod catalogue;
 pub mod channel;
 pub mod cli;
+pub mod component;
 pub mod credential;
 pub mod delegation;
 pub mod descendants;

@@ -19,6 +19,7 @@ use crate::manifest::{self, Manifest};
 use crate::{output, store};
 
 mod archive;
+mod components;
 
 pub use archive::{Checked, LIMITS, Limits, check, read_manifest, unpack, unsafe_name};
 

@@ -33,3 +33,10 @@ pub fn process_start() -> (std::time::Instant, std::time::SystemTime) {
         std::sync::OnceLock::new();
     *START.get_or_init(|| (std::time::Instant::now(), std::time::SystemTime::now()))
 }
+
+/// How long one call of a WASM component (a tool call, a hook) may run: its CPU bound
+/// (an epoch deadline) and its wall-clock bound (waiting on the network included).
+pub const COMPONENT_CALL: Duration = Duration::from_secs(10);
+/// How long a session's end waits for its asynchronous hooks (drained at session end
+/// and in wind-down); well inside [`WIND_DOWN_EXIT`].
+pub const HOOK_DRAIN: Duration = Duration::from_secs(5);

@@ -123,6 +123,8 @@ pub enum Event {
         tool: String,
         is_error: bool,
         output: String,
+        /// How long the call took, hooks included.
+        duration_ms: u64,
     },
     /// call-member handed a task to another member of the formation.
     MemberCall {
@@ -333,9 +335,14 @@ impl std::fmt::Display for Record {
                 tool,
                 is_error,
                 output,
+                duration_ms,
             } => {
                 let how = if *is_error { "error" } else { "ok" };
-                write!(f, "{task_id} {call_id} {tool} {how}: {}", cut(output))
+                write!(
+                    f,
+                    "{task_id} {call_id} {tool} {how} ({duration_ms} ms): {}",
+                    cut(output)
+                )
             }
             Event::MemberCall {
                 task_id,

@@ -87,6 +87,12 @@ pub fn reply(c: &Conversation) -> Reply {
             artifacts: Vec::new(),
         };
     }
+    if let Some(call) = asked_tool(c, task) {
+        return Reply::ToolCalls {
+            text: Some(format!("Calling {}.", call.name)),
+            calls: vec![call],
+        };
+    }
     let callees = callees(c);
     if callees.is_empty() {
         return Reply::Answer {
@@ -107,6 +113,28 @@ pub fn reply(c: &Conversation) -> Reply {
         text: Some(format!("Asking {}.", callees.join(", "))),
         calls,
     }
+}
+
+/// A task of the form `tool: <name> <JSON arguments>` naming an offered tool: that
+/// call (the arguments `{}` when none are written). Lets a capsule's WASM tools be
+/// driven on the offline model (docs/agent.md).
+fn asked_tool(c: &Conversation, task: &str) -> Option<ToolCall> {
+    let rest = task.trim().strip_prefix("tool:")?.trim_start();
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if !c.tools.iter().any(|t| t.name == name) {
+        return None;
+    }
+    let args = args.trim();
+    let arguments = if args.is_empty() {
+        serde_json::json!({})
+    } else {
+        serde_json::from_str(args).ok()?
+    };
+    Some(ToolCall {
+        id: "call_1".to_string(),
+        name: name.to_string(),
+        arguments,
+    })
 }
 
 /// The members named in call-member's description, when the tool is offered.
@@ -260,6 +288,28 @@ mod tests {
                 artifacts: vec![]
             }
         );
+    }
+
+    #[test]
+    fn a_task_naming_an_offered_tool_calls_it_else_falls_through_to_a_plan() {
+        let echo = ToolSpec {
+            name: "echo".into(),
+            description: "Echoes.".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        let r = reply(&conv(
+            vec![echo.clone()],
+            vec![user(r#"tool: echo {"text": "hi"}"#)],
+        ));
+        let Reply::ToolCalls { calls, .. } = r else {
+            panic!("no tool call: {r:?}")
+        };
+        assert_eq!(calls[0].name, "echo");
+        assert_eq!(calls[0].arguments, serde_json::json!({"text": "hi"}));
+        for task in ["tool: echo {not json", "tool: other {}"] {
+            let r = reply(&conv(vec![echo.clone()], vec![user(task)]));
+            assert!(matches!(r, Reply::Answer { .. }), "{task}: {r:?}");
+        }
     }
 
     #[test]

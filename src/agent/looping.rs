@@ -191,13 +191,14 @@ impl Agent {
                         () = cancel.cancelled() => return Outcome::Canceled,
                         o = run_tools(&self.spec.tools, &calls) => o,
                     };
-                    for (call, out) in calls.into_iter().zip(outputs) {
+                    for (call, (out, took)) in calls.into_iter().zip(outputs) {
                         self.record(Event::ToolResult {
                             task_id: self.spec.task_id.clone(),
                             call_id: call.id.clone(),
                             tool: call.name.clone(),
                             is_error: out.is_error,
                             output: out.output.clone(),
+                            duration_ms: took.as_millis() as u64,
                         });
                         self.conversation.messages.push(Message::Tool {
                             call_id: call.id,
@@ -305,10 +306,14 @@ enum Continue {
 }
 
 /// Runs one turn's calls side by side (call-member calls to several members then
-/// work at once); outputs come back in the calls' order.
-async fn run_tools(tools: &[Arc<dyn Tool>], calls: &[ToolCall]) -> Vec<ToolOutput> {
+/// work at once); outputs come back in the calls' order, each with how long it took.
+async fn run_tools(
+    tools: &[Arc<dyn Tool>],
+    calls: &[ToolCall],
+) -> Vec<(ToolOutput, std::time::Duration)> {
     let runs = calls.iter().map(|call| async move {
-        match tools.iter().find(|t| t.name() == call.name) {
+        let started = std::time::Instant::now();
+        let out = match tools.iter().find(|t| t.name() == call.name) {
             Some(tool) => tool.call(call).await,
             None => {
                 let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
@@ -322,7 +327,8 @@ async fn run_tools(tools: &[Arc<dyn Tool>], calls: &[ToolCall]) -> Vec<ToolOutpu
                     }
                 ))
             }
-        }
+        };
+        (out, started.elapsed())
     });
     futures_util::future::join_all(runs).await
 }

@@ -26,7 +26,7 @@ use crate::agent::{self, BoxFuture, Tool, ToolCall, ToolOutput};
 
 pub use calls::{Calls, CallsSpec};
 pub use fence::Answer;
-pub use peers::{PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, reaches};
+pub use peers::{PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, reaches, reaches_host};
 
 pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 

@@ -295,7 +295,7 @@ pub fn reaches(allow: &[String], url: &Url) -> bool {
 
 /// [`reaches`] for a host whose port may not be known yet (`None`): then only an
 /// entry without a port reaches it.
-fn reaches_host(allow: &[String], host: &str, port: Option<u16>) -> bool {
+pub fn reaches_host(allow: &[String], host: &str, port: Option<u16>) -> bool {
     allow.iter().any(|entry| {
         let (h, p) = split_host_port(entry);
         let host_ok = if is_loopback(h) || is_loopback(host) {

@@ -102,6 +102,7 @@ pub(crate) fn check_with(bytes: &[u8], shown: &Path, limits: &Limits) -> Result<
         };
         d
     })?;
+    super::components::check_named(&mut archive, &manifest, shown)?;
     Ok(Checked { manifest, files })
 }
 

@@ -5,7 +5,7 @@
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use crate::catalogue::{E_RUN_001, E_RUN_002, E_RUN_047, W_RUN_009};
+use crate::catalogue::{E_RUN_001, E_RUN_002, E_RUN_047};
 use crate::diag::{Diagnostic, Result};
 use crate::manifest::{self, Manifest};
 use crate::store::{self, Installed, Stores};
@@ -34,34 +34,6 @@ impl Capsule {
     pub(crate) fn instructions(&self) -> Option<String> {
         let rel = self.manifest.instructions.as_ref()?;
         std::fs::read_to_string(self.root.join(rel)).ok()
-    }
-}
-
-impl Capsule {
-    /// W-RUN-009 when the capsule declares WASM tools or hooks: accepted by the
-    /// manifest, not run by this mur, so the user hears it rather than finds out.
-    pub(crate) fn components_not_run(&self) -> Option<Diagnostic> {
-        let m = &self.manifest;
-        let mut named: Vec<String> = m
-            .tools
-            .iter()
-            .map(|t| format!("tool `{}`", t.name))
-            .collect();
-        named.extend(
-            m.hooks
-                .iter()
-                .map(|h| format!("{} hook `{}`", h.event.as_str(), h.path)),
-        );
-        (!named.is_empty()).then(|| {
-            Diagnostic::new(
-                W_RUN_009,
-                format!(
-                    "{} declares {}; this mur does not run WASM components yet: the session runs without them",
-                    self.name,
-                    named.join(", ")
-                ),
-            )
-        })
     }
 }
 

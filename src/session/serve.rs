@@ -20,7 +20,7 @@ use crate::agent::{PromptParts, TransportConfig};
 use crate::catalogue::{self, E_RUN_002};
 use crate::diag::{Diagnostic, Result};
 use crate::door::{self, Credential, Door, DoorConfig, Work, WorkReceiver};
-use crate::manifest::{self, Transport};
+use crate::manifest::{self, HookEvent, Transport};
 use crate::readiness::ReadinessLine;
 use crate::records::{self, Identity, Records, StartInfo};
 use crate::running::{self, RunningDir, RunningRecord};
@@ -114,9 +114,9 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
             output::stderr_line(&w);
         }
     }
-    if let Some(w) = capsule.components_not_run() {
-        output::stderr_line(&w);
-    }
+    // Read and checked now (a core module or another world refuses the start);
+    // compiled only when a call needs it.
+    let components = crate::component::Catalog::open(&capsule.root, &capsule.manifest)?;
     let lifecycle = LifecycleInForce::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),
@@ -134,6 +134,7 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
         task_text,
         signals: Some(signals),
         spawner,
+        components: Some(components),
     };
     stage.run().await
 }
@@ -168,6 +169,8 @@ struct Stage<'a> {
     signals: Option<Signals>,
     /// A delegated child's spawner lifeline.
     spawner: Option<std::os::fd::OwnedFd>,
+    /// The capsule's tools and hooks, until the session's records exist.
+    components: Option<crate::component::Catalog>,
 }
 
 /// A session whose records, door and running record exist.
@@ -272,7 +275,21 @@ impl Stage<'_> {
                 tmp: records.tmp_dir(),
             })
         });
+        let components = self
+            .components
+            .take()
+            .filter(|c| !c.is_empty())
+            .map(|catalog| {
+                let grants = crate::component::Grants::of(
+                    &self.capsule.manifest,
+                    &self.workdir,
+                    Some(records.tmp_dir()),
+                )
+                .with_peers(self.member.as_ref().map(|m| m.peers.clone()));
+                crate::component::Host::new(catalog, grants)
+            });
         let env = Arc::new(TaskEnv {
+            components: components.clone(),
             trace: trace.clone(),
             transport: self.transport(&records),
             system: TaskEnv::system_prompt(
@@ -299,6 +316,16 @@ impl Stage<'_> {
             shell,
             delegation,
         });
+        if let Some(host) = &components {
+            // Synchronous session_start hooks run before the session is announced.
+            let _ = host
+                .fire(
+                    HookEvent::SessionStart,
+                    serde_json::json!({"session_id": session_id, "capsule": self.capsule.name,
+                        "version": self.capsule.version, "workdir": self.workdir}),
+                )
+                .await;
+        }
         self.announce(&session_id, &door, formation_id.clone());
         let live = Live {
             session_id,
@@ -665,6 +692,13 @@ impl Live {
                     .to_string(),
             };
             output::stderr_line(Diagnostic::new(code, what));
+        }
+        if let Some(host) = self.env.components.clone() {
+            // session_end hooks, then the asynchronous hooks still running: bounded by
+            // timing::HOOK_DRAIN, inside the wind-down's 20 s.
+            let record = serde_json::json!({"session_id": self.session_id,
+                "exit_status": exit.status, "exit_code": exit.code});
+            host.end(record).await;
         }
         self.record(Event::SessionEnd {
             exit_status: exit.status,

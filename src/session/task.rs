@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::a2a;
 use crate::agent::{self, Agent, AgentSpec, Outcome, PromptParts, TransportConfig};
 use crate::door::{TaskHandle, Work};
+use crate::manifest::HookEvent;
 use crate::output;
 use crate::records::Records;
 use crate::trace::{Event, RecordedState, TraceWriter};
@@ -30,6 +31,8 @@ pub(crate) struct TaskEnv {
     pub shell: Option<Arc<crate::shell::ShellConfig>>,
     /// `capabilities.spawn.allow`: the delegate tool's children.
     pub delegation: Option<Arc<crate::delegation::DelegationConfig>>,
+    /// The capsule's WASM tools and hooks (None: it declares none).
+    pub components: Option<Arc<crate::component::Host>>,
 }
 
 impl TaskEnv {
@@ -75,8 +78,19 @@ impl TaskEnv {
     }
 }
 
-/// Runs `work` to its end and returns the state it ended in.
+/// Runs `work` to its end and returns the state it ended in; the capsule's task_end
+/// hooks run once it has ended.
 pub(crate) async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
+    let task_id = work.task_id.clone();
+    let state = run_task(env.clone(), work).await;
+    if let Some(host) = &env.components {
+        let record = serde_json::json!({"task_id": task_id, "state": state});
+        let _ = host.fire(HookEvent::TaskEnd, record).await;
+    }
+    state
+}
+
+async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     let task_id = work.task_id.clone();
     let mut text = work.message.text_content();
     env.record(Event::A2aTaskReceived {
@@ -86,6 +100,11 @@ pub(crate) async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         text: Some(text.clone()),
         trust: Some(work.trust.as_str().to_string()),
     });
+    if let Some(host) = &env.components {
+        let record = serde_json::json!({"task_id": task_id, "context_id": work.context_id,
+            "text": text, "trust": work.trust.as_str()});
+        let _ = host.fire(HookEvent::TaskReceived, record).await;
+    }
     let handle = work.handle;
     let cancel = work.cancel;
     if handle.working().is_err() {
@@ -135,6 +154,11 @@ pub(crate) async fn run(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         .map(crate::delegation::Delegations::new);
     if let Some(d) = &delegations {
         tools.push(d.tool());
+    }
+    // The capsule's WASM tools, and its before_tool/after_tool hooks around every tool.
+    if let Some(host) = &env.components {
+        tools.extend(host.tools(work.trust).await);
+        tools = host.hooked(&task_id, tools);
     }
     let mut agent = Agent::new(AgentSpec {
         task_id: task_id.clone(),

@@ -61,6 +61,7 @@ fn every_event() -> Vec<Event> {
             tool: "call-member".into(),
             is_error: false,
             output: "looks good".into(),
+            duration_ms: 12,
         },
         Event::MemberCall {
             task_id: "t1".into(),
@@ -273,6 +274,7 @@ fn a_formation_token_anywhere_in_a_record_is_refused_and_not_written() {
             tool: "shell".into(),
             is_error: false,
             output: token.into(),
+            duration_ms: 0,
         },
         Event::ToolCall {
             task_id: "t".into(),
@@ -401,6 +403,7 @@ fn concurrent_writers_never_interleave_lines() {
                         tool: "x".into(),
                         is_error: false,
                         output: "y".repeat(1000),
+                        duration_ms: 1,
                     })
                     .unwrap();
                 }

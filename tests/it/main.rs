@@ -17,6 +17,7 @@ mod admission;
 mod agent_card_skills;
 mod call_member;
 mod catalogue_docs;
+mod components;
 mod crash;
 mod defects;
 mod delegation;

@@ -606,31 +606,25 @@ fn trace_retain_max_sessions_bounds_the_capsule_s_sessions() {
 }
 
 #[test]
-fn declared_tools_and_hooks_are_named_in_a_warning_not_silently_dropped() {
+fn a_component_of_no_world_is_refused_at_install_naming_the_file() {
     let w = World::new();
     let src = w.dir.path().join("src").join("tooled");
     std::fs::create_dir_all(src.join("tools")).unwrap();
-    std::fs::create_dir_all(src.join("hooks")).unwrap();
-    // A component's header: packing takes any bytes, and this mur never runs them.
+    // A component's header and nothing more: it exports no world.
     std::fs::write(src.join("tools/search.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
-    std::fs::write(src.join("hooks/notify.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
-    w.install(
-        "tooled",
-        "tools:\n  - name: search\n    path: tools/search.wasm\n    description: Searches.\n\
-         hooks:\n  - event: task_end\n    path: hooks/notify.wasm\n    async: true\n",
-        None,
-    );
-    let out = w.run_task("tooled", "Anything.");
+    std::fs::write(
+        src.join("murmur.yaml"),
+        "name: tooled\nversion: 1.0.0\ndescription: d\nagent:\n  transport: builtin\n\
+         tools:\n  - name: search\n    path: tools/search.wasm\n    description: Searches.\n",
+    )
+    .unwrap();
+    let out = w.mur().arg("install").arg(&src).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("W-RUN-009"))
-        .unwrap_or_else(|| panic!("no W-RUN-009: {stderr}"));
-    assert!(line.contains("tool `search`"), "{line}");
-    assert!(line.contains("task_end hook `hooks/notify.wasm`"), "{line}");
-    // A capsule without components hears nothing of it.
-    w.install("plain", "", None);
-    let out = w.run_task("plain", "Anything.");
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("W-RUN-009"));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("E-CMP-002"), "{stderr}");
+    assert!(stderr.contains("tools/search.wasm"), "{stderr}");
+    // Nor does W-RUN-009 exist any more: components run.
+    let explain = w.mur().args(["explain", "W-RUN-009"]).output().unwrap();
+    assert_eq!(explain.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&explain.stderr).contains("no code `W-RUN-009`"));
 }

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What the server does with one request.
 #[derive(Clone)]
-enum Act {
+pub(crate) enum Act {
     /// A status, extra headers, a body (sent as JSON).
     Answer(u16, Vec<(&'static str, String)>, String),
     /// `text/event-stream`: each item one `data:` event, then `[DONE]`.
@@ -35,11 +35,11 @@ enum Act {
     Gated(Vec<Value>, Arc<tokio::sync::Notify>, Vec<Value>),
 }
 
-fn ok(body: Value) -> Act {
+pub(crate) fn ok(body: Value) -> Act {
     Act::Answer(200, vec![], body.to_string())
 }
 
-fn message(content: &str) -> Value {
+pub(crate) fn message(content: &str) -> Value {
     json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}})
 }
@@ -54,16 +54,16 @@ trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// A chat completions server: request `n` gets `script[n]` (the last one repeats).
-struct Server {
+pub(crate) struct Server {
     /// `http(s)://127.0.0.1:<port>/v1`.
-    base: String,
+    pub(crate) base: String,
     bodies: Arc<Mutex<Vec<Value>>>,
     /// Each request's Authorization header.
     auth: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl Server {
-    async fn start(script: Vec<Act>, tls: Option<Arc<rustls::ServerConfig>>) -> Server {
+    pub(crate) async fn start(script: Vec<Act>, tls: Option<Arc<rustls::ServerConfig>>) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -103,7 +103,7 @@ impl Server {
         }
     }
 
-    fn bodies(&self) -> Vec<Value> {
+    pub(crate) fn bodies(&self) -> Vec<Value> {
         let bodies = self.bodies.lock().unwrap().clone();
         for b in &bodies {
             assert!(

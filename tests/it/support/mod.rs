@@ -8,6 +8,7 @@ pub mod call_member;
 mod clean;
 pub mod door;
 pub mod fake;
+pub mod guests;
 pub mod session;
 
 use std::io::{Cursor, Write};

@@ -1,0 +1,52 @@
+//! A tool for the tests that tries what a component may not do:
+//! - `{"op": "env"}`: every environment variable it sees, `NAME=value` a line;
+//! - `{"op": "socket", "addr"}`: a raw TCP connection;
+//! - `{"op": "request", "scheme", "authority"?, "path", "host"?, "headers"?}`: an HTTP
+//!   GET with the given authority (none when absent), a Host header of its own, and
+//!   more headers (`[[name, value], ...]`).
+use toolkit::{Guest, Output, Value, error, ok};
+
+struct Probe;
+
+impl Guest for Probe {
+    fn schema() -> String {
+        r#"{"type":"object","properties":{"op":{"type":"string"}},"required":["op"]}"#.to_string()
+    }
+
+    fn call(arguments: String) -> Output {
+        let args: Value = serde_json::from_str(&arguments).unwrap_or_default();
+        let s = |k: &str| args.get(k).and_then(Value::as_str);
+        match s("op").unwrap_or("") {
+            "env" => ok(std::env::vars()
+                .map(|(k, v)| format!("{k}={v}\n"))
+                .collect::<String>()),
+            "socket" => match std::net::TcpStream::connect(s("addr").unwrap_or("127.0.0.1:1")) {
+                Ok(_) => ok("connected"),
+                Err(e) => error(format!("socket refused: {e}")),
+            },
+            "request" => {
+                let host = s("host");
+                let mut headers: Vec<(&str, &str)> =
+                    host.map(|h| ("host", h)).into_iter().collect();
+                for pair in args["headers"].as_array().into_iter().flatten() {
+                    if let (Some(k), Some(v)) = (pair[0].as_str(), pair[1].as_str()) {
+                        headers.push((k, v));
+                    }
+                }
+                let req = toolkit::http::Request {
+                    scheme: s("scheme").unwrap_or("http"),
+                    authority: s("authority"),
+                    path: s("path").unwrap_or("/"),
+                    headers: &headers,
+                };
+                match toolkit::http::send(&req) {
+                    Ok((status, body)) => ok(format!("{status} {body}")),
+                    Err(e) => error(e),
+                }
+            }
+            other => error(format!("unknown op {other:?}")),
+        }
+    }
+}
+
+toolkit::export!(Probe);

@@ -1,0 +1,76 @@
+//! A blocking GET/any-method request through wasi:http, for the guests here.
+
+use wasi::http::outgoing_handler;
+use wasi::http::types::{ErrorCode, Fields, Method, OutgoingRequest, Scheme};
+use wasi::io::streams::StreamError;
+
+/// What a request is made of; `authority: None` sends a request with no authority.
+pub struct Request<'a> {
+    pub scheme: &'a str,
+    pub authority: Option<&'a str>,
+    pub path: &'a str,
+    pub headers: &'a [(&'a str, &'a str)],
+}
+
+/// `scheme://authority/path` split into a [`Request`].
+pub fn parse(url: &str) -> Result<Request<'_>, String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("`{url}` is not an http(s) URL"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    Ok(Request {
+        scheme,
+        authority: Some(authority),
+        path,
+        headers: &[],
+    })
+}
+
+/// Sends the request; the status and body, or why it failed.
+pub fn send(req: &Request) -> Result<(u16, String), String> {
+    let headers = Fields::new();
+    for (k, v) in req.headers {
+        headers
+            .append(k, v.as_bytes())
+            .map_err(|e| format!("header {k}: {e:?}"))?;
+    }
+    let out = OutgoingRequest::new(headers);
+    out.set_method(&Method::Get).map_err(|()| "method")?;
+    let scheme = match req.scheme {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        other => Scheme::Other(other.to_string()),
+    };
+    out.set_scheme(Some(&scheme)).map_err(|()| "scheme")?;
+    out.set_authority(req.authority).map_err(|()| "authority")?;
+    out.set_path_with_query(Some(req.path))
+        .map_err(|()| "path")?;
+    let future = outgoing_handler::handle(out, None).map_err(describe)?;
+    future.subscribe().block();
+    let response = future
+        .get()
+        .ok_or("no response")?
+        .map_err(|()| "response taken twice")?
+        .map_err(describe)?;
+    let status = response.status();
+    let body = response.consume().map_err(|()| "body")?;
+    let stream = body.stream().map_err(|()| "body stream")?;
+    let mut bytes = Vec::new();
+    loop {
+        match stream.blocking_read(64 * 1024) {
+            Ok(chunk) => bytes.extend_from_slice(&chunk),
+            Err(StreamError::Closed) => break,
+            Err(StreamError::LastOperationFailed(e)) => {
+                return Err(format!("reading the body: {}", e.to_debug_string()));
+            }
+        }
+    }
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+fn describe(e: ErrorCode) -> String {
+    format!("{e:?}")
+}

@@ -1,0 +1,160 @@
+//! A `tools[]` entry as a [`Tool`] the agent offers the model: its description from
+//! murmur.yaml, its schema from the component (`schema()`), and each call one
+//! instance of it from the pre-instantiated component.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Artifact, Host, Loaded, engine};
+use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput};
+use crate::call_member::Trust;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "tool-component",
+        exports: { default: async },
+    });
+}
+
+pub(super) use bindings::ToolComponentPre as Pre;
+
+/// One tool of the capsule.
+pub struct WasmTool {
+    name: String,
+    description: String,
+    schema: Value,
+    artifact: Arc<Artifact>,
+    host: Arc<Host>,
+    trust: Trust,
+}
+
+impl Host {
+    /// The capsule's tools, as the model is to see them. Each schema comes from the
+    /// cache beside the compiled component when there is one, else from one call of
+    /// the component's `schema()` (and is cached). A tool whose schema cannot be had
+    /// is still offered, with an open object schema; its calls report why. `trust` is
+    /// the task's: the stamp on the tools' requests to members.
+    pub async fn tools(self: &Arc<Self>, trust: Trust) -> Vec<Arc<dyn Tool>> {
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for (t, artifact) in &self.catalog.tools {
+            let schema = match self.schema(artifact, &t.name).await {
+                Ok(s) => s,
+                Err(e) => {
+                    crate::output::stderr_line(crate::diag::Diagnostic::new(
+                        crate::catalogue::W_CMP_002,
+                        format!("tool `{}`: {e}", t.name),
+                    ));
+                    serde_json::json!({"type": "object"})
+                }
+            };
+            tools.push(Arc::new(WasmTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                schema,
+                artifact: artifact.clone(),
+                host: self.clone(),
+                trust,
+            }));
+        }
+        tools
+    }
+
+    fn schema_path(&self, artifact: &Artifact) -> PathBuf {
+        engine::cache_path(&self.cache, artifact.sha256()).with_extension("schema.json")
+    }
+
+    async fn schema(&self, artifact: &Artifact, name: &str) -> Result<Value, String> {
+        let cached = self.schema_path(artifact);
+        if let Some(v) = std::fs::read(&cached)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .filter(Value::is_object)
+        {
+            return Ok(v);
+        }
+        let Loaded::Tool(pre) = artifact.loaded(&self.cache).await? else {
+            return Err(format!("{} is not a tool", artifact.rel));
+        };
+        let mut store = self.store(Trust::Untrusted)?;
+        let what = format!("tool `{name}` (schema)");
+        let text = self
+            .bounded::<String>(&what, &mut store, async |store| {
+                let tool = pre.instantiate_async(&mut *store).await?;
+                tool.murmur_capsule_tool().call_schema(&mut *store).await
+            })
+            .await?;
+        let value: Value = serde_json::from_str(&text)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| format!("schema() returned no JSON object: {}", clip(&text)))?;
+        let _ = std::fs::write(&cached, value.to_string());
+        Ok(value)
+    }
+
+    /// Runs one call of tool `name`.
+    pub async fn call_tool(
+        &self,
+        artifact: &Artifact,
+        name: &str,
+        arguments: &Value,
+        trust: Trust,
+    ) -> ToolOutput {
+        let pre = match artifact.loaded(&self.cache).await {
+            Ok(Loaded::Tool(pre)) => pre,
+            Ok(Loaded::Hook(_)) => {
+                return ToolOutput::error(format!("{} is not a tool", artifact.rel));
+            }
+            Err(e) => return ToolOutput::error(e),
+        };
+        let mut store = match self.store(trust) {
+            Ok(s) => s,
+            Err(e) => return ToolOutput::error(e),
+        };
+        let args = if arguments.is_null() {
+            "{}".to_string()
+        } else {
+            arguments.to_string()
+        };
+        let what = format!("tool `{name}`");
+        let ran = self
+            .bounded(&what, &mut store, async |store| {
+                let tool = pre.instantiate_async(&mut *store).await?;
+                tool.murmur_capsule_tool()
+                    .call_call(&mut *store, &args)
+                    .await
+            })
+            .await;
+        match ran {
+            Ok(out) => ToolOutput {
+                output: out.content,
+                is_error: out.is_error,
+            },
+            Err(e) => ToolOutput::error(e),
+        }
+    }
+}
+
+fn clip(text: &str) -> &str {
+    &text[..text.floor_char_boundary(200)]
+}
+
+impl Tool for WasmTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn input_schema(&self) -> Value {
+        self.schema.clone()
+    }
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(
+            self.host
+                .call_tool(&self.artifact, &self.name, &call.arguments, self.trust),
+        )
+    }
+}
