@@ -227,6 +227,9 @@ catalogue! {
     E_RUN_006 = "E-RUN-006", "Flag not honoured here",
         "A flag was given that this command cannot honour as it was asked (a --lifecycle-* flag or --capsule with --roster, whose launch sets each member's capsule and the entry member's lifecycle); mur refuses it rather than ignore it.",
         "Drop the flag; `mur run --help` says which flags go with --roster.";
+    E_RUN_007 = "E-RUN-007", "Task not taken",
+        "`mur send` could not give the session its task: the door did not answer, refused the call (busy, ending, not authorized), or ended its stream before the task ended.",
+        "Read the quoted answer; check the session with `mur ps` and its trace with `mur trace show`.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";

@@ -37,6 +37,8 @@ pub enum Command {
     Lock(lock::LockArgs),
     /// Run a capsule as a session serving its door; with --roster, launch a formation.
     Run(session::RunArgs),
+    /// Give a running session (ses_…) or a formation's entry member (frm_…) a task, e.g. `mur send frm_… "Plan a picnic."`.
+    Send(session::send::SendArgs),
     /// Send SIGTERM to a session (ses_…), or to a formation's launcher (frm_…).
     Stop(session::ops::StopArgs),
     /// List live sessions.
@@ -70,6 +72,7 @@ impl Command {
             Command::Ls(_) => "ls",
             Command::Lock(_) => "lock",
             Command::Run(_) => "run",
+            Command::Send(_) => "send",
             Command::Stop(_) => "stop",
             Command::Ps(_) => "ps",
             Command::Trace(_) => "trace",
@@ -90,6 +93,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Ls(args) => store::ls::run(&args),
         Command::Lock(args) => lock::run(&args),
         Command::Run(args) => session::run(&args),
+        Command::Send(args) => session::send::send(&args),
         Command::Stop(args) => session::ops::stop(&args),
         Command::Ps(args) => session::ops::ps(&args),
         Command::Trace(args) => session::ops::trace(&args),

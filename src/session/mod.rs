@@ -19,6 +19,7 @@ pub mod ends;
 pub mod formation;
 pub mod ops;
 pub mod resume;
+pub mod send;
 pub mod serve;
 pub mod task;
 

@@ -219,6 +219,7 @@ impl Stage<'_> {
             records_dir: records.dir.clone(),
             formation_id: formation_id.clone().or(self.unbound_formation.clone()),
             formation_member: self.member.as_ref().map(|m| m.name.clone()),
+            formation_entry: self.member.as_ref().is_some_and(|m| m.entry),
             // A member holding a lifeline was started by its launcher, directly.
             launcher: self
                 .member
