@@ -94,6 +94,53 @@ pub fn installed(
     installed_in(&Stores::of(project), project, name, version, bound)
 }
 
+/// E-RUN-001, with a guess when one fits: the scoped name of a bare one (`c1` →
+/// `local/c1`), or the versions of that name that are installed.
+fn not_installed(stores: &Stores, name: &str, version: &str) -> Diagnostic {
+    let refusal = Diagnostic::new(
+        E_RUN_001,
+        format!(
+            "{name} {version} is installed in neither {} nor {}",
+            stores.project.display(),
+            stores.global.display()
+        ),
+    );
+    let installed = stores.list().unwrap_or_default();
+    let named = |n: &str| -> Vec<String> {
+        let mut v: Vec<String> = installed
+            .iter()
+            .filter(|i| i.name == n)
+            .map(|i| i.version.clone())
+            .collect();
+        v.dedup();
+        v
+    };
+    if !name.contains('/') {
+        let mut scoped: Vec<&str> = installed
+            .iter()
+            .filter(|i| i.name.rsplit('/').next() == Some(name))
+            .map(|i| i.name.as_str())
+            .collect();
+        scoped.dedup();
+        if let Some(first) = scoped.first() {
+            return refusal.hint(format!(
+                "Capsules are named `<scope>/<name>`: did you mean `{first}`? Installed: {}.",
+                scoped
+                    .iter()
+                    .map(|n| format!("{n} {}", named(n).join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+    } else if !named(name).is_empty() {
+        return refusal.hint(format!(
+            "{name} is installed at {}; `mur ls` lists every version.",
+            named(name).join(", ")
+        ));
+    }
+    refusal
+}
+
 fn installed_in(
     stores: &Stores,
     project: &Path,
@@ -101,16 +148,10 @@ fn installed_in(
     version: &str,
     bound: Option<&str>,
 ) -> Result<Capsule> {
-    let found = stores.find(name, version)?.ok_or_else(|| {
-        Diagnostic::new(
-            E_RUN_001,
-            format!(
-                "{name} {version} is installed in neither {} nor {}",
-                stores.project.display(),
-                stores.global.display()
-            ),
-        )
-    })?;
+    let found = match stores.find(name, version)? {
+        Some(found) => found,
+        None => return Err(not_installed(stores, name, version)),
+    };
     if let Some(lock) = lock::load(project)?
         && let Some(pin) = lock.pin(name)
     {

@@ -524,3 +524,27 @@ fn send_gives_a_running_formation_or_session_a_task() {
     );
     assert_eq!(launcher.0.wait().unwrap().code(), Some(0));
 }
+
+#[test]
+fn a_bare_or_misversioned_capsule_name_gets_a_guess() {
+    let (w, project) = team();
+    let run = |name: &str, version: &str| {
+        let out = w
+            .mur_in(&project)
+            .args(["run", "--capsule", name, "--capsule-version", version])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let bare = run("team-lead", "0.1.0");
+    assert!(bare.contains("error[E-RUN-001]"), "{bare}");
+    assert!(bare.contains("did you mean `local/team-lead`?"), "{bare}");
+    let other = run("local/team-lead", "9.9.9");
+    assert!(
+        other.contains("local/team-lead is installed at 0.1.0"),
+        "{other}"
+    );
+    let unknown = run("local/nothing", "1.0.0");
+    assert!(!unknown.contains("did you mean"), "{unknown}");
+}
