@@ -16,6 +16,7 @@
 
 pub mod capsule;
 pub mod ends;
+pub mod follow;
 pub mod formation;
 pub mod ops;
 pub mod resume;

@@ -548,3 +548,58 @@ fn a_bare_or_misversioned_capsule_name_gets_a_guess() {
     let unknown = run("local/nothing", "1.0.0");
     assert!(!unknown.contains("did you mean"), "{unknown}");
 }
+
+#[test]
+fn trace_show_follow_prints_a_live_trace_to_its_session_end() {
+    let w = World::new();
+    crate::support::write_capsule(&w.proj, "solo", "1.0.0");
+    let session = crate::support::session::Session::spawn({
+        let mut cmd = w.mur();
+        cmd.args(["run", "--json"]);
+        cmd
+    });
+    let id = session.ready()["session_id"].as_str().unwrap().to_string();
+    let follower = w
+        .mur()
+        .args(["trace", "show", &id, "--follow", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut follower = crate::support::KillOnDrop(follower);
+    let mut out = BufReader::new(follower.0.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.contains("\"type\":\"session_start\""), "{first}");
+    // Written after the follower started: it sees them as they come.
+    let sent = w.mur().args(["send", &id, "Say hello."]).output().unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert!(
+        w.mur()
+            .args(["stop", &id])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(
+        follower.0.wait().unwrap().success(),
+        "it ends at session_end"
+    );
+    let (code, _) = session.wait(std::time::Duration::from_secs(30));
+    assert_eq!(code, 0);
+    let followed: Vec<Value> = std::iter::once(first.as_str())
+        .chain(rest.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(followed, w.trace(&id), "every record once, in order");
+    assert_eq!(followed.last().unwrap()["type"], "session_end");
+    assert!(followed.iter().any(|r| r["type"] == "a2a_task_received"));
+}
