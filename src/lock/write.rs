@@ -25,6 +25,7 @@ pub struct LockArgs {}
 
 pub fn run(_args: &LockArgs) -> Result<i32> {
     let project = std::env::current_dir()
+        .map(|cwd| crate::paths::project_root(&cwd))
         .map_err(|e| Diagnostic::new(E_REG_007, format!("cannot read the current folder: {e}")))?;
     let (lock, warnings) = resolve(&project)?;
     for w in &warnings {

@@ -140,12 +140,24 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 fn run_roster(args: &RunArgs) -> Result<i32> {
     refuse_with_roster(args)?;
     crate::formation::run_roster(&crate::formation::RosterLaunch {
-        roster: args.roster.clone().unwrap_or_else(|| PathBuf::from(".")),
+        roster: roster_path(args.roster.as_deref()),
         // As given: the entry member shares the launcher's folder and reads a file there.
         task: args.task.clone(),
         deadline: args.deadline,
         json: args.json,
     })
+}
+
+/// `--roster PATH`, or without a PATH (`.`) the project's roster, found from any folder
+/// in it (`paths::project_root`).
+fn roster_path(given: Option<&std::path::Path>) -> PathBuf {
+    match given {
+        Some(p) if p != std::path::Path::new(".") => p.to_path_buf(),
+        _ => match std::env::current_dir() {
+            Ok(cwd) if crate::paths::project_root(&cwd) != cwd => crate::paths::project_root(&cwd),
+            _ => PathBuf::from("."),
+        },
+    }
 }
 
 /// E-RUN-006 for a flag `--roster` cannot honour: the roster names each member's

@@ -91,7 +91,10 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
         (Some(r), _, _) => r.capsule()?,
         (None, Some(name), Some(version)) => {
-            let project = member.as_ref().map_or(&cwd, |m| &m.project_dir);
+            // A member resolves from its roster's project; any other run from the
+            // project the current folder is in (its stores and murmur.lock).
+            let here = crate::paths::project_root(&cwd);
+            let project = member.as_ref().map_or(&here, |m| &m.project_dir);
             let bound = member.as_ref().map(|m| m.artifact_sha256.as_str());
             capsule::installed(project, name, version, bound)?
         }

@@ -603,3 +603,56 @@ fn trace_show_follow_prints_a_live_trace_to_its_session_end() {
     assert_eq!(followed.last().unwrap()["type"], "session_end");
     assert!(followed.iter().any(|r| r["type"] == "a2a_task_received"));
 }
+
+#[test]
+fn commands_find_the_project_from_a_member_s_folder() {
+    let (w, project) = team();
+    let lead = project.join("lead");
+    // mur doctor finds ../roster.yaml, mur ls ../.murmur/.
+    let doctor = w.mur_in(&lead).arg("doctor").output().unwrap();
+    assert_eq!(
+        doctor.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    assert!(String::from_utf8_lossy(&doctor.stdout).contains("lead"));
+    let ls = w.mur_in(&lead).args(["ls", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&ls.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    // mur lock writes the project's murmur.lock, not one in the member's folder.
+    let lock = w.mur_in(&lead).arg("lock").output().unwrap();
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    assert!(project.join("murmur.lock").is_file());
+    assert!(!lead.join("murmur.lock").exists());
+    // mur run --roster launches the project's formation from deeper still.
+    let deeper = lead.join("notes");
+    std::fs::create_dir_all(&deeper).unwrap();
+    let run = w
+        .mur_in(&deeper)
+        .args(["run", "--roster", "--task", "Say hello."])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Outside any project nothing is found: the folder itself.
+    let elsewhere = w.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let ls = w
+        .mur_in(&elsewhere)
+        .args(["ls", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&ls.stdout).unwrap(),
+        serde_json::json!([])
+    );
+}
