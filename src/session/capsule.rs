@@ -94,6 +94,47 @@ pub fn installed(
     installed_in(&Stores::of(project), project, name, version, bound)
 }
 
+/// The version of `name` to run when `--capsule-version` was left out: the one
+/// murmur.lock pins, else the only one installed. Says which on stderr (not with
+/// `-q`); none installed, or several and no pin: E-RUN-001.
+pub fn version_for(project: &Path, name: &str) -> Result<String> {
+    if let Some(lock) = lock::load(project)?
+        && let Some(pin) = lock.pin(name)
+    {
+        crate::output::banner_line(format_args!(
+            "[mur run] {name} {}: the version murmur.lock pins",
+            pin.version
+        ));
+        return Ok(pin.version.clone());
+    }
+    let stores = Stores::of(project);
+    let mut versions: Vec<String> = stores
+        .list()?
+        .into_iter()
+        .filter(|i| i.name == name)
+        .map(|i| i.version)
+        .collect();
+    versions.sort_by(|a, b| store::compare_versions(a, b));
+    versions.dedup();
+    match versions.as_slice() {
+        [one] => {
+            crate::output::banner_line(format_args!(
+                "[mur run] {name} {one}: the only version installed"
+            ));
+            Ok(one.clone())
+        }
+        [] => Err(not_installed(&stores, name, "(any version)")),
+        several => Err(Diagnostic::new(
+            E_RUN_001,
+            format!(
+                "{name} is installed at {} and murmur.lock pins none of them",
+                several.join(", ")
+            ),
+        )
+        .hint("Give --capsule-version, or pin one with `mur lock`.")),
+    }
+}
+
 /// E-RUN-001, with a guess when one fits: the scoped name of a bare one (`c1` →
 /// `local/c1`), or the versions of that name that are installed.
 fn not_installed(stores: &Stores, name: &str, version: &str) -> Diagnostic {

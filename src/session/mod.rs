@@ -37,9 +37,10 @@ use crate::diag::{Diagnostic, Result};
 pub struct RunArgs {
     /// Run this installed capsule (`<scope>/<name>`) instead of the current folder's
     /// murmur.yaml.
-    #[arg(long, value_name = "NAME", requires = "capsule_version")]
+    #[arg(long, value_name = "NAME")]
     pub capsule: Option<String>,
-    /// The exact version of --capsule.
+    /// The exact version of --capsule. May be left out when murmur.lock pins the
+    /// capsule, or only one version of it is installed.
     #[arg(long, value_name = "V", requires = "capsule")]
     pub capsule_version: Option<String>,
     /// Run one task. A value that names an existing file stands for its content.

@@ -88,15 +88,19 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     }
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
-    let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
-        (Some(r), _, _) => r.capsule()?,
-        (None, Some(name), Some(version)) => {
+    let capsule = match (&resumed, &args.capsule) {
+        (Some(r), _) => r.capsule()?,
+        (None, Some(name)) => {
             // A member resolves from its roster's project; any other run from the
             // project the current folder is in (its stores and murmur.lock).
             let here = crate::paths::project_root(&cwd);
             let project = member.as_ref().map_or(&here, |m| &m.project_dir);
             let bound = member.as_ref().map(|m| m.artifact_sha256.as_str());
-            capsule::installed(project, name, version, bound)?
+            let version = match &args.capsule_version {
+                Some(v) => v.clone(),
+                None => capsule::version_for(project, name)?,
+            };
+            capsule::installed(project, name, &version, bound)?
         }
         _ => capsule::from_folder(&cwd)?,
     };

@@ -656,3 +656,54 @@ fn commands_find_the_project_from_a_member_s_folder() {
         serde_json::json!([])
     );
 }
+
+#[test]
+fn the_capsule_version_may_be_left_out_when_the_lock_or_one_install_decides() {
+    let (w, project) = team();
+    let run = |w: &World| {
+        w.mur_in(&project)
+            .args(["run", "--capsule", "local/team-helper", "--task", "Say hi."])
+            .output()
+            .unwrap()
+    };
+    let out = run(&w);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("local/team-helper 0.1.0: the only version installed"),
+        "{stderr}"
+    );
+    // A second version: now the lock must decide.
+    let helper = project.join("helper/murmur.yaml");
+    let text = std::fs::read_to_string(&helper).unwrap();
+    std::fs::write(&helper, text.replace("version: 0.1.0", "version: 0.2.0")).unwrap();
+    let install = w
+        .mur_in(&project)
+        .args(["install", "helper"])
+        .output()
+        .unwrap();
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let out = run(&w);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[E-RUN-001]"), "{stderr}");
+    assert!(stderr.contains("installed at 0.1.0, 0.2.0"), "{stderr}");
+    // roster.yaml names 0.1.0, so the lock pins it.
+    let lock = w.mur_in(&project).arg("lock").output().unwrap();
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    let out = run(&w);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("local/team-helper 0.1.0: the version murmur.lock pins"),
+        "{stderr}"
+    );
+}
