@@ -42,6 +42,11 @@ pub enum Command {
     /// List installed artifacts, project store first.
     #[command(after_help = "Example:\n  mur ls --json")]
     Ls(store::ls::LsArgs),
+    /// Reinstall each roster member whose source folder changed, and update murmur.lock.
+    #[command(
+        after_help = "Example (after editing lead/INSTRUCTIONS.md):\n  mur sync && mur run --roster --task \"Plan a picnic.\""
+    )]
+    Sync(crate::sync::SyncArgs),
     /// Pin name, version and sha256 of what the project uses in murmur.lock.
     #[command(after_help = "Example:\n  mur lock")]
     Lock(lock::LockArgs),
@@ -97,6 +102,7 @@ impl Command {
             Command::Install(_) => "install",
             Command::Ls(_) => "ls",
             Command::Lock(_) => "lock",
+            Command::Sync(_) => "sync",
             Command::Run(_) => "run",
             Command::Send(_) => "send",
             Command::Stop(_) => "stop",
@@ -118,6 +124,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Install(args) => store::install::run(&args),
         Command::Ls(args) => store::ls::run(&args),
         Command::Lock(args) => lock::run(&args),
+        Command::Sync(args) => crate::sync::run(&args),
         Command::Run(args) => session::run(&args),
         Command::Send(args) => session::send::send(&args),
         Command::Stop(args) => session::ops::stop(&args),

@@ -36,6 +36,7 @@ pub mod scaffold;
 pub mod session;
 pub mod signals;
 pub mod store;
+pub mod sync;
 pub mod testing;
 pub mod timing;
 pub mod trace;

@@ -21,7 +21,7 @@ use crate::yaml::{self, Node, Reader};
 
 mod write;
 
-pub use write::{LockArgs, resolve, resolve_in, run};
+pub use write::{LockArgs, resolve, resolve_in, run, write_atomically as write_file};
 
 pub const FILE_NAME: &str = "murmur.lock";
 /// The only `lock_version` this mur reads and writes.

@@ -307,7 +307,7 @@ fn lenient_map<'a>(r: &Reader, node: &'a Node, field: &str) -> Result<yaml::Map<
 }
 
 /// murmur.lock is replaced whole, and the rename made durable: `mur run` binds to it.
-fn write_atomically(file: &Path, text: &str) -> Result<()> {
+pub fn write_atomically(file: &Path, text: &str) -> Result<()> {
     fsutil::write_atomic(file, text.as_bytes(), 0o644, Durability::Folder).map_err(|e| {
         fsutil::write_failed(E_REG_007, file, &e)
             .hint("Make the project folder writable; murmur.lock was left as it was.")
