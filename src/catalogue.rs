@@ -254,6 +254,9 @@ catalogue! {
     W_RUN_009 = "W-RUN-009", "Components not run",
         "The capsule declares WASM tools or hooks; this mur does not run WASM components yet, so the session runs without them (the model is not offered the tools, no hook fires).",
         "Run the capsule without them, or expect them to do nothing until mur runs WASM components.";
+    W_RUN_010 = "W-RUN-010", "Harness not confined",
+        "The capsule's agent is a native harness (`transport: process`). Capabilities confine WASM components and mur's own calls; they do not confine a native process, which runs with the user's access to the network, files and programs.",
+        "Run capsules whose harness you do not trust inside a container, a VM or as another user.";
     W_SEC_013 = "W-SEC-013", "Host warning",
         "The host lacks a protection mur relies on; printed once by the launcher for every member.",
         "Read the warning's text for the protection that is missing.";

@@ -254,3 +254,26 @@ fn unpacked(found: &Installed) -> Result<PathBuf> {
     }
     Ok(dest)
 }
+
+/// W-RUN-010 for a capsule whose agent is a native harness: its capability grants
+/// confine WASM components, never this process (docs/manifest.md, "What capabilities
+/// confine"). Printed once, when the session starts.
+pub fn harness_not_confined(capsule: &Capsule) -> Option<Diagnostic> {
+    let manifest::Transport::Process(p) = &capsule.manifest.agent.transport else {
+        return None;
+    };
+    let allow = &capsule.manifest.capabilities.network.allow;
+    let grants = if allow.is_empty() {
+        "capabilities.network.allow: []".to_string()
+    } else {
+        format!("capabilities.network.allow: [{}]", allow.join(", "))
+    };
+    Some(Diagnostic::new(
+        crate::catalogue::W_RUN_010,
+        format!(
+            "{} runs a native harness (`{}`); {grants} binds WASM components, not this process: it runs with your user's access to the network, files and programs",
+            capsule.name,
+            p.command.join(" ")
+        ),
+    ))
+}

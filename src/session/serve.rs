@@ -119,6 +119,9 @@ pub async fn session(args: &RunArgs) -> Result<i32> {
     if let Some(w) = capsule.components_not_run() {
         output::stderr_line(&w);
     }
+    if let Some(w) = capsule::harness_not_confined(&capsule) {
+        output::stderr_line(&w);
+    }
     let lifecycle = LifecycleInForce::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),

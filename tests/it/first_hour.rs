@@ -778,3 +778,21 @@ fn sync_is_the_edit_install_lock_loop_in_one_command() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_native_harness_is_told_once_that_capabilities_do_not_confine_it() {
+    let w = World::new();
+    let harness = "read line\necho '{\"type\":\"message\",\"text\":\"done\"}'\n";
+    w.install("native", "", Some(harness));
+    w.install("model", "", None);
+    let native = w.run_task("native", "Go.");
+    let stderr = String::from_utf8_lossy(&native.stderr);
+    assert!(native.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("warning[W-RUN-010]").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("runs a native harness (`sh harness.sh`)"),
+        "{stderr}"
+    );
+    let builtin = w.run_task("model", "Go.");
+    assert!(!String::from_utf8_lossy(&builtin.stderr).contains("W-RUN-010"));
+}
