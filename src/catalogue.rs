@@ -244,6 +244,9 @@ catalogue! {
     E_RUN_006 = "E-RUN-006", "Flag not honoured here",
         "A flag was given that this command cannot honour as it was asked (a --lifecycle-* flag or --capsule with --roster, whose launch sets each member's capsule and the entry member's lifecycle); mur refuses it rather than ignore it.",
         "Drop the flag; `mur run --help` says which flags go with --roster.";
+    E_RUN_007 = "E-RUN-007", "Task not taken",
+        "`mur send` could not give the session its task: the door did not answer, refused the call (busy, ending, not authorized), or ended its stream before the task ended.",
+        "Read the quoted answer; check the session with `mur ps` and its trace with `mur trace show`.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";
@@ -265,6 +268,9 @@ catalogue! {
     W_RUN_008 = "W-RUN-008", "Callees out of network reach",
         "The roster lets this member call others, but its capabilities.network.allow reaches no door on localhost, so every call it makes fails.",
         "Add `localhost` to capabilities.network.allow.";
+    W_RUN_010 = "W-RUN-010", "Harness not confined",
+        "The capsule's agent is a native harness (`transport: process`). Capabilities confine WASM components and mur's own calls; they do not confine a native process, which runs with the user's access to the network, files and programs.",
+        "Run capsules whose harness you do not trust inside a container, a VM or as another user.";
     W_SEC_013 = "W-SEC-013", "Host warning",
         "The host lacks a protection mur relies on; printed once by the launcher for every member.",
         "Read the warning's text for the protection that is missing.";

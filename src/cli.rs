@@ -24,30 +24,63 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
+    #[command(after_help = "Examples:\n  mur explain E-RUN-045\n  mur explain --list")]
     Explain(explain::ExplainArgs),
     /// Scaffold a capsule folder, or with --roster a two-member formation.
+    #[command(
+        after_help = "Examples:\n  mur new hello && cd hello && mur run --task \"Say hello\"\n  mur new --roster team"
+    )]
     New(scaffold::NewArgs),
     /// Pack a capsule source folder into a deterministic <name>-<version>.mur.zip.
+    #[command(after_help = "Example:\n  mur pack hello --out dist/")]
     Pack(pack::PackArgs),
     /// Install .mur.zip files or capsule source folders into the project (or global) store.
+    #[command(
+        after_help = "Examples:\n  mur install lead helper\n  mur install --global dist/hello-0.1.0.mur.zip"
+    )]
     Install(store::install::InstallArgs),
     /// List installed artifacts, project store first.
+    #[command(after_help = "Example:\n  mur ls --json")]
     Ls(store::ls::LsArgs),
+    /// Reinstall each roster member whose source folder changed, and update murmur.lock.
+    #[command(
+        after_help = "Example (after editing lead/INSTRUCTIONS.md):\n  mur sync && mur run --roster --task \"Plan a picnic.\""
+    )]
+    Sync(crate::sync::SyncArgs),
     /// Pin name, version and sha256 of what the project uses in murmur.lock.
+    #[command(after_help = "Example:\n  mur lock")]
     Lock(lock::LockArgs),
     /// Run a capsule as a session serving its door; with --roster, launch a formation.
+    #[command(
+        after_help = "Examples:\n  mur run --task \"Say hello\"\n  mur run --capsule local/hello --capsule-version 0.1.0 --json\n  mur run --roster --task \"Plan a picnic.\"\n  mur run --roster --json"
+    )]
     Run(session::RunArgs),
+    /// Give a running session (ses_…) or a formation's entry member (frm_…) a task.
+    #[command(
+        after_help = "Example:\n  mur send frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 \"Plan a picnic.\""
+    )]
+    Send(session::send::SendArgs),
     /// Send SIGTERM to a session (ses_…), or to a formation's launcher (frm_…).
+    #[command(after_help = "Example:\n  mur stop frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071")]
     Stop(session::ops::StopArgs),
-    /// List live sessions.
+    /// List live sessions; with -a every session recorded.
+    #[command(after_help = "Examples:\n  mur ps\n  mur ps -a --json")]
     Ps(session::ops::PsArgs),
     /// Read traces: `mur trace show <ses_id|frm_id>`.
+    #[command(
+        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow"
+    )]
     Trace(session::ops::TraceArgs),
     /// Admit a roster and report the result: members, edges, warnings, or the refusal.
+    #[command(after_help = "Examples:\n  mur doctor\n  mur doctor --roster team/ --json")]
     Doctor(doctor::DoctorArgs),
-    /// Print a shell completion script, e.g. `mur completions bash > ~/.local/share/bash-completion/completions/mur`.
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Example:\n  mur completions bash > ~/.local/share/bash-completion/completions/mur"
+    )]
     Completions(CompletionsArgs),
-    /// Print mur's man page (roff), e.g. `mur man | man -l -`.
+    /// Print mur's man page (roff).
+    #[command(after_help = "Example:\n  mur man | man -l -")]
     Man,
 }
 
@@ -69,7 +102,9 @@ impl Command {
             Command::Install(_) => "install",
             Command::Ls(_) => "ls",
             Command::Lock(_) => "lock",
+            Command::Sync(_) => "sync",
             Command::Run(_) => "run",
+            Command::Send(_) => "send",
             Command::Stop(_) => "stop",
             Command::Ps(_) => "ps",
             Command::Trace(_) => "trace",
@@ -89,7 +124,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Install(args) => store::install::run(&args),
         Command::Ls(args) => store::ls::run(&args),
         Command::Lock(args) => lock::run(&args),
+        Command::Sync(args) => crate::sync::run(&args),
         Command::Run(args) => session::run(&args),
+        Command::Send(args) => session::send::send(&args),
         Command::Stop(args) => session::ops::stop(&args),
         Command::Ps(args) => session::ops::ps(&args),
         Command::Trace(args) => session::ops::trace(&args),
@@ -117,6 +154,23 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_s_help_names_an_example() {
+        let mut cli = Cli::command();
+        for sub in cli.get_subcommands_mut() {
+            let name = sub.get_name().to_string();
+            let help = sub.render_long_help().to_string();
+            assert!(
+                help.contains("Example"),
+                "mur {name} --help names no example"
+            );
+            assert!(
+                help.contains(&format!("mur {name}")),
+                "mur {name} --help: its example runs another command"
+            );
+        }
     }
 
     #[test]

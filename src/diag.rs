@@ -116,7 +116,12 @@ impl fmt::Display for Diagnostic {
         };
         write!(f, "{kind}[{}]: {}", self.code, self.message)?;
         match (&self.location, &self.file) {
-            (Some(loc), _) => write!(f, "\n  --> {loc}")?,
+            (Some(loc), _) => {
+                write!(f, "\n  --> {loc}")?;
+                if let Some(snippet) = snippet(loc) {
+                    write!(f, "{snippet}")?;
+                }
+            }
             (None, Some(file)) => write!(f, "\n  --> {}", file.display())?,
             _ => {}
         }
@@ -130,4 +135,56 @@ impl fmt::Display for Diagnostic {
 
 impl std::error::Error for Diagnostic {}
 
+/// The longest source line a diagnostic quotes; a longer one is cut.
+const SNIPPET_MAX: usize = 160;
+
+/// The line `loc` names, with a caret under its column, as rustc shows it:
+///
+/// ```text
+///    |
+///  7 |     to: [helpr]
+///    |          ^
+/// ```
+///
+/// `None` when the file cannot be read or has no such line. No colour is ever used,
+/// so NO_COLOR has nothing to turn off.
+fn snippet(loc: &Location) -> Option<String> {
+    let text = std::fs::read_to_string(&loc.file).ok()?;
+    let line = text.lines().nth(loc.line.checked_sub(1)?)?;
+    let shown: String = line
+        .chars()
+        .take(SNIPPET_MAX)
+        .map(|c| if c == '\t' { ' ' } else { c })
+        .collect();
+    let number = loc.line.to_string();
+    let gutter = " ".repeat(number.len());
+    let column = loc.column.saturating_sub(1).min(shown.chars().count());
+    Some(format!(
+        "\n {gutter} |\n {number} | {shown}\n {gutter} | {}^",
+        " ".repeat(column)
+    ))
+}
+
 pub type Result<T, E = Diagnostic> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod snippet_tests {
+    use super::*;
+
+    #[test]
+    fn the_source_line_is_quoted_with_a_caret_under_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("roster.yaml");
+        std::fs::write(&file, "a: 1\nreachability:\n  - to: [helpr]\n").unwrap();
+        let d = Diagnostic::new(catalogue::E_ROS_004, "no member `helpr`")
+            .at(Location::new(&file, 3, 10));
+        let text = d.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2], "   |");
+        assert_eq!(lines[3], " 3 |   - to: [helpr]");
+        assert_eq!(lines[4], "   |          ^");
+        // A line the file does not have: no snippet.
+        let gone = Diagnostic::new(catalogue::E_ROS_004, "x").at(Location::new(&file, 9, 1));
+        assert_eq!(gone.to_string().lines().count(), 3, "{gone}");
+    }
+}

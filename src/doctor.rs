@@ -26,10 +26,16 @@ pub struct DoctorArgs {
 }
 
 pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
-    let path = args
-        .roster
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(roster::FILE_NAME));
+    let path = args.roster.clone().unwrap_or_else(|| {
+        // The project's roster, found from any folder in it.
+        // Named as before (`roster.yaml`) when it is the current folder's.
+        match std::env::current_dir() {
+            Ok(cwd) if crate::paths::project_root(&cwd) != cwd => {
+                crate::paths::project_root(&cwd).join(roster::FILE_NAME)
+            }
+            _ => PathBuf::from(roster::FILE_NAME),
+        }
+    });
     let file = roster::resolve(&path);
     let outcome = admission::admit_report(&file);
     let status = i32::from(outcome.is_err());

@@ -43,6 +43,7 @@ pub(crate) mod session;
 pub mod shell;
 pub(crate) mod signals;
 pub mod store;
+pub mod sync;
 pub(crate) mod testing;
 pub mod timing;
 pub mod trace;

@@ -21,7 +21,7 @@ use crate::yaml::{self, Node, Reader};
 
 mod write;
 
-pub(crate) use write::{LockArgs, run};
+pub(crate) use write::{LockArgs, resolve, run, write_atomically as write_file};
 
 pub(crate) const FILE_NAME: &str = "murmur.lock";
 /// The only `lock_version` this mur reads and writes.

@@ -36,6 +36,9 @@ pub struct RunningRecord {
     pub formation_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formation_member: Option<String>,
+    /// The formation's entry member (`mur send <frm_id>` gives it the task).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub formation_entry: bool,
     /// A launched member's launcher (its parent, which holds its lifeline), so that
     /// `mur stop <frm_id>` finds the launcher of a formation with no formation.json.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -271,6 +274,7 @@ mod tests {
             records_dir: "/r".into(),
             formation_id: Some("frm_1".into()),
             formation_member: Some("coder".into()),
+            formation_entry: false,
             launcher: None,
         }
     }

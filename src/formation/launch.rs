@@ -133,6 +133,7 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         up: Vec::new(),
         launched_at: started,
         signalled: false,
+        forwarders: Forwarders::default(),
         progress: announce::Progress::start(
             plan.members.iter().map(|m| m.name.clone()).collect(),
             started,
@@ -182,7 +183,13 @@ struct Launch<'a> {
     signalled: bool,
     /// The progress line while members come up (a terminal only).
     progress: announce::Progress,
+    /// The tasks forwarding each peer's stderr: awaited at the end, so a peer's last
+    /// lines (`status: ok`) are out before the launcher exits.
+    forwarders: Forwarders,
 }
+
+/// See [`Launch::forwarders`].
+type Forwarders = std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 
 /// A launch that stops before its entry member ends: the line to print, if any, and
 /// the launcher's exit status. Every member started so far is then stopped.
@@ -208,7 +215,7 @@ enum End {
 
 impl Launch<'_> {
     async fn run(mut self) -> i32 {
-        match self.steps().await {
+        let status = match self.steps().await {
             Ok(status) => status,
             Err(halt) => {
                 self.progress.finish();
@@ -218,7 +225,17 @@ impl Launch<'_> {
                 stop_all(&mut self.started).await;
                 halt.status
             }
-        }
+        };
+        // Every member has stopped: its stderr reaches its end soon; not waited on
+        // for long if something it left behind holds it open.
+        let forwarders: Vec<_> =
+            std::mem::take(&mut *self.forwarders.lock().unwrap_or_else(|p| p.into_inner()));
+        let _ = tokio::time::timeout(
+            Duration::from_secs(2),
+            futures_util::future::join_all(forwarders),
+        )
+        .await;
+        status
     }
 
     /// The spec's "Launching a formation", in order.
@@ -341,9 +358,11 @@ impl Launch<'_> {
         })?;
         for (index, mut peer) in self.started.drain(..).enumerate() {
             let (formation, cancel, http) = (formation.to_string(), cancel.clone(), http.clone());
+            let forwarders = self.forwarders.clone();
             let own = peer.started_at + timing::scaled(timing::READINESS);
             let until = deadline.map_or(own, |(d, _)| own.min(d));
             waits.spawn(async move {
+                forward_stderr(&mut peer, &forwarders);
                 let result = wait_ready(&mut peer, &formation, until, &http, &cancel).await;
                 (index, peer, result)
             });
@@ -555,7 +574,7 @@ fn spec_for(m: &PlanMember, extra_args: Vec<String>) -> Spec {
     }
 }
 
-/// Reads a peer's readiness, forwarding its stderr behind `[<member>] ` from the start.
+/// Reads a peer's readiness (its stderr is already forwarded).
 async fn wait_ready(
     peer: &mut Started,
     formation: &str,
@@ -563,7 +582,6 @@ async fn wait_ready(
     http: &reqwest::Client,
     cancel: &CancellationToken,
 ) -> Result<Ready, NotReady> {
-    forward_stderr(peer);
     let Some(stdout) = peer.child.stdout.take() else {
         return Err(NotReady::ExitedBeforeReport("no stdout".into()));
     };
@@ -578,18 +596,22 @@ async fn wait_ready(
 }
 
 /// A peer's diagnostics go to the launcher's stderr behind its `[<member>]` prefix.
-fn forward_stderr(peer: &mut Started) {
+fn forward_stderr(peer: &mut Started, forwarders: &Forwarders) {
     let Some(stderr) = peer.child.stderr.take() else {
         return;
     };
     let prefix = format!("[{}] ", peer.name);
-    tokio::spawn(async move {
+    let forwarder = tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         // Through the one output path, so a progress line stays below it.
         while let Ok(Some(line)) = lines.next_line().await {
             stderr_line(format_args!("{prefix}{line}"));
         }
     });
+    forwarders
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(forwarder);
 }
 
 /// Keeps reading a ready peer's stdout so it never blocks on a full pipe.

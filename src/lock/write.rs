@@ -25,6 +25,7 @@ pub struct LockArgs {}
 
 pub(crate) fn run(_args: &LockArgs) -> Result<i32> {
     let project = std::env::current_dir()
+        .map(|cwd| crate::paths::project_root(&cwd))
         .map_err(|e| Diagnostic::new(E_REG_007, format!("cannot read the current folder: {e}")))?;
     let (lock, warnings) = resolve(&project)?;
     for w in &warnings {
@@ -306,7 +307,7 @@ fn lenient_map<'a>(r: &Reader, node: &'a Node, field: &str) -> Result<yaml::Map<
 }
 
 /// murmur.lock is replaced whole, and the rename made durable: `mur run` binds to it.
-fn write_atomically(file: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_atomically(file: &Path, text: &str) -> Result<()> {
     fsutil::write_atomic(file, text.as_bytes(), 0o644, Durability::Folder).map_err(|e| {
         fsutil::write_failed(E_REG_007, file, &e)
             .hint("Make the project folder writable; murmur.lock was left as it was.")

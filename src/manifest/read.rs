@@ -198,11 +198,14 @@ fn choice<'a>(r: &Reader, node: &'a Node, field: &str, choices: &[&str]) -> Resu
 fn misread(r: &Reader, node: &Node, field: &str, expected: &str) -> Option<Diagnostic> {
     match &node.value {
         Value::Scalar { plain: false, .. } => Some(
-            r.fault(node, format!("`{field}` is quoted text, not {expected}"))
-                .hint(format!("Write `{field}` without quotes, as {expected}.")),
+            r.fault(
+                node,
+                format!("`{field}` must be {expected}, not quoted text"),
+            )
+            .hint(format!("Write `{field}` without quotes, as {expected}.")),
         ),
         Value::Scalar { text, plain: true } => Some(
-            r.fault(node, format!("`{field}` is `{text}`, not {expected}"))
+            r.fault(node, format!("`{field}` must be {expected}, not `{text}`"))
                 .hint(format!("Write `{field}` as {expected}.")),
         ),
         _ => None,
@@ -368,7 +371,12 @@ fn sampling(r: &Reader, m: &Map<'_>) -> Result<Sampling> {
         };
         let Some(n) = parsed else {
             return Err(misread(r, node, &field, "a number")
-                .unwrap_or_else(|| r.fault(node, format!("`{field}` is not a number")))
+                .unwrap_or_else(|| {
+                    r.fault(
+                        node,
+                        format!("`{field}` must be a number, not {}", node.kind()),
+                    )
+                })
                 .hint(format!(
                     "Write `{field}` as a number from 0 to {max}, such as `0.2`."
                 )));

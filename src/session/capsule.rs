@@ -66,6 +66,94 @@ pub(crate) fn installed(
     installed_in(&Stores::of(project), project, name, version, bound)
 }
 
+/// The version of `name` to run when `--capsule-version` was left out: the one
+/// murmur.lock pins, else the only one installed. Says which on stderr (not with
+/// `-q`); none installed, or several and no pin: E-RUN-001.
+pub(crate) fn version_for(project: &Path, name: &str) -> Result<String> {
+    if let Some(lock) = lock::load(project)?
+        && let Some(pin) = lock.pin(name)
+    {
+        crate::output::banner_line(format_args!(
+            "[mur run] {name} {}: the version murmur.lock pins",
+            pin.version
+        ));
+        return Ok(pin.version.clone());
+    }
+    let stores = Stores::of(project);
+    let mut versions: Vec<String> = stores
+        .list()?
+        .into_iter()
+        .filter(|i| i.name == name)
+        .map(|i| i.version)
+        .collect();
+    versions.sort_by(|a, b| store::compare_versions(a, b));
+    versions.dedup();
+    match versions.as_slice() {
+        [one] => {
+            crate::output::banner_line(format_args!(
+                "[mur run] {name} {one}: the only version installed"
+            ));
+            Ok(one.clone())
+        }
+        [] => Err(not_installed(&stores, name, "(any version)")),
+        several => Err(Diagnostic::new(
+            E_RUN_001,
+            format!(
+                "{name} is installed at {} and murmur.lock pins none of them",
+                several.join(", ")
+            ),
+        )
+        .hint("Give --capsule-version, or pin one with `mur lock`.")),
+    }
+}
+
+/// E-RUN-001, with a guess when one fits: the scoped name of a bare one (`c1` →
+/// `local/c1`), or the versions of that name that are installed.
+fn not_installed(stores: &Stores, name: &str, version: &str) -> Diagnostic {
+    let refusal = Diagnostic::new(
+        E_RUN_001,
+        format!(
+            "{name} {version} is installed in neither {} nor {}",
+            stores.project.display(),
+            stores.global.display()
+        ),
+    );
+    let installed = stores.list().unwrap_or_default();
+    let named = |n: &str| -> Vec<String> {
+        let mut v: Vec<String> = installed
+            .iter()
+            .filter(|i| i.name == n)
+            .map(|i| i.version.clone())
+            .collect();
+        v.dedup();
+        v
+    };
+    if !name.contains('/') {
+        let mut scoped: Vec<&str> = installed
+            .iter()
+            .filter(|i| i.name.rsplit('/').next() == Some(name))
+            .map(|i| i.name.as_str())
+            .collect();
+        scoped.dedup();
+        if let Some(first) = scoped.first() {
+            return refusal.hint(format!(
+                "Capsules are named `<scope>/<name>`: did you mean `{first}`? Installed: {}.",
+                scoped
+                    .iter()
+                    .map(|n| format!("{n} {}", named(n).join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+    } else if !named(name).is_empty() {
+        return refusal.hint(format!(
+            "{name} is installed at {}; `mur ls` lists every version.",
+            named(name).join(", ")
+        ));
+    }
+    refusal
+}
+
 fn installed_in(
     stores: &Stores,
     project: &Path,
@@ -73,16 +161,10 @@ fn installed_in(
     version: &str,
     bound: Option<&str>,
 ) -> Result<Capsule> {
-    let found = stores.find(name, version)?.ok_or_else(|| {
-        Diagnostic::new(
-            E_RUN_001,
-            format!(
-                "{name} {version} is installed in neither {} nor {}",
-                stores.project.display(),
-                stores.global.display()
-            ),
-        )
-    })?;
+    let found = match stores.find(name, version)? {
+        Some(found) => found,
+        None => return Err(not_installed(stores, name, version)),
+    };
     if let Some(lock) = lock::load(project)?
         && let Some(pin) = lock.pin(name)
     {
@@ -143,4 +225,27 @@ fn unpacked(found: &Installed) -> Result<PathBuf> {
         return Err(e);
     }
     Ok(dest)
+}
+
+/// W-RUN-010 for a capsule whose agent is a native harness: its capability grants
+/// confine WASM components, never this process (docs/manifest.md, "What capabilities
+/// confine"). Printed once, when the session starts.
+pub(crate) fn harness_not_confined(capsule: &Capsule) -> Option<Diagnostic> {
+    let manifest::Transport::Process(p) = &capsule.manifest.agent.transport else {
+        return None;
+    };
+    let allow = &capsule.manifest.capabilities.network.allow;
+    let grants = if allow.is_empty() {
+        "capabilities.network.allow: []".to_string()
+    } else {
+        format!("capabilities.network.allow: [{}]", allow.join(", "))
+    };
+    Some(Diagnostic::new(
+        crate::catalogue::W_RUN_010,
+        format!(
+            "{} runs a native harness (`{}`); {grants} binds WASM components, not this process: it runs with your user's access to the network, files and programs",
+            capsule.name,
+            p.command.join(" ")
+        ),
+    ))
 }

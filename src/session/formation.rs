@@ -37,6 +37,7 @@ pub(crate) enum Place {
 pub(crate) struct Membership {
     pub formation_id: String,
     pub name: String,
+    pub entry: bool,
     pub verify_key: VerifyKey,
     pub project_dir: PathBuf,
     pub workdir: PathBuf,
@@ -115,6 +116,7 @@ pub(crate) async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Pla
     Ok(Place::Member(Box::new(Membership {
         formation_id,
         name: creds.member,
+        entry: creds.entry,
         verify_key,
         project_dir: creds.project_dir,
         workdir: creds.workdir,

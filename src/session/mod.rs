@@ -16,9 +16,11 @@
 
 pub(crate) mod capsule;
 pub(crate) mod ends;
+pub(crate) mod follow;
 pub(crate) mod formation;
 pub(crate) mod ops;
 pub(crate) mod resume;
+pub(crate) mod send;
 pub(crate) mod serve;
 pub(crate) mod task;
 
@@ -35,9 +37,10 @@ use crate::diag::{Diagnostic, Result};
 pub struct RunArgs {
     /// Run this installed capsule (`<scope>/<name>`) instead of the current folder's
     /// murmur.yaml.
-    #[arg(long, value_name = "NAME", requires = "capsule_version")]
+    #[arg(long, value_name = "NAME")]
     pub capsule: Option<String>,
-    /// The exact version of --capsule.
+    /// The exact version of --capsule. May be left out when murmur.lock pins the
+    /// capsule, or only one version of it is installed.
     #[arg(long, value_name = "V", requires = "capsule")]
     pub capsule_version: Option<String>,
     /// Run one task. A value that names an existing file stands for its content.
@@ -140,12 +143,24 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
 fn run_roster(args: &RunArgs) -> Result<i32> {
     refuse_with_roster(args)?;
     crate::formation::run_roster(&crate::formation::RosterLaunch {
-        roster: args.roster.clone().unwrap_or_else(|| PathBuf::from(".")),
+        roster: roster_path(args.roster.as_deref()),
         // As given: the entry member shares the launcher's folder and reads a file there.
         task: args.task.clone(),
         deadline: args.deadline,
         json: args.json,
     })
+}
+
+/// `--roster PATH`, or without a PATH (`.`) the project's roster, found from any folder
+/// in it (`paths::project_root`).
+fn roster_path(given: Option<&std::path::Path>) -> PathBuf {
+    match given {
+        Some(p) if p != std::path::Path::new(".") => p.to_path_buf(),
+        _ => match std::env::current_dir() {
+            Ok(cwd) if crate::paths::project_root(&cwd) != cwd => crate::paths::project_root(&cwd),
+            _ => PathBuf::from("."),
+        },
+    }
 }
 
 /// E-RUN-006 for a flag `--roster` cannot honour: the roster names each member's

@@ -48,6 +48,10 @@ pub enum TraceCommand {
         /// sessions one after another, each from its session_start).
         #[arg(long)]
         json: bool,
+        /// Keep printing records as they are written, to the session's session_end
+        /// (for a formation, every member's at once, each line behind `[member] `).
+        #[arg(long, short)]
+        follow: bool,
     },
 }
 
@@ -221,6 +225,7 @@ fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> 
     };
     let start = Start {
         formation_id: formation_id.clone(),
+        member: formation_member.clone(),
         workdir: workdir.clone(),
     };
     if start.lost_with(formations) {
@@ -250,7 +255,7 @@ fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> 
 
 /// `mur trace show`.
 pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
-    let TraceCommand::Show { id, json } = &args.command;
+    let TraceCommand::Show { id, json, follow } = &args.command;
     let root = paths::records_root();
     let formations = paths::formations_dir();
     let sessions: Vec<Records> = if id.starts_with("frm_") {
@@ -278,6 +283,20 @@ pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
         ));
     }
     let many = sessions.len() > 1;
+    if *follow {
+        let followed = sessions
+            .into_iter()
+            .map(|records| {
+                let prefix = match start_of(&records).and_then(|s| s.member) {
+                    Some(member) if many => format!("[{member}] "),
+                    _ if many => format!("[{}] ", records.session_id),
+                    _ => String::new(),
+                };
+                crate::session::follow::Followed { records, prefix }
+            })
+            .collect();
+        return crate::session::follow::follow(followed, *json);
+    }
     for (i, r) in sessions.iter().enumerate() {
         let read = trace::read(&r.trace_path())?;
         if *json {
@@ -319,6 +338,7 @@ pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
 /// What `mur trace show` needs of a session's `session_start`.
 struct Start {
     formation_id: Option<String>,
+    member: Option<String>,
     workdir: std::path::PathBuf,
 }
 
@@ -343,10 +363,12 @@ fn start_of(records: &Records) -> Option<Start> {
     match serde_json::from_str::<trace::Record>(first).ok()?.event {
         Event::SessionStart {
             formation_id,
+            formation_member,
             workdir,
             ..
         } => Some(Start {
             formation_id,
+            member: formation_member,
             workdir,
         }),
         _ => None,

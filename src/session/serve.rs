@@ -93,12 +93,19 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
-    let capsule = match (&resumed, &args.capsule, &args.capsule_version) {
-        (Some(r), _, _) => r.capsule()?,
-        (None, Some(name), Some(version)) => {
-            let project = member.as_ref().map_or(&cwd, |m| &m.project_dir);
+    let capsule = match (&resumed, &args.capsule) {
+        (Some(r), _) => r.capsule()?,
+        (None, Some(name)) => {
+            // A member resolves from its roster's project; any other run from the
+            // project the current folder is in (its stores and murmur.lock).
+            let here = crate::paths::project_root(&cwd);
+            let project = member.as_ref().map_or(&here, |m| &m.project_dir);
             let bound = member.as_ref().map(|m| m.artifact_sha256.as_str());
-            capsule::installed(project, name, version, bound)?
+            let version = match &args.capsule_version {
+                Some(v) => v.clone(),
+                None => capsule::version_for(project, name)?,
+            };
+            capsule::installed(project, name, &version, bound)?
         }
         _ => capsule::from_folder(&cwd)?,
     };
@@ -117,6 +124,9 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
     // Read and checked now (a core module or another world refuses the start);
     // compiled only when a call needs it.
     let components = crate::component::Catalog::open(&capsule.root, &capsule.manifest)?;
+    if let Some(w) = capsule::harness_not_confined(&capsule) {
+        output::stderr_line(&w);
+    }
     let lifecycle = LifecycleInForce::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),
@@ -230,6 +240,7 @@ impl Stage<'_> {
             records_dir: records.dir.clone(),
             formation_id: formation_id.clone().or(self.unbound_formation.clone()),
             formation_member: self.member.as_ref().map(|m| m.name.clone()),
+            formation_entry: self.member.as_ref().is_some_and(|m| m.entry),
             // A member holding a lifeline was started by its launcher, directly.
             launcher: self
                 .member

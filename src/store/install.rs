@@ -37,6 +37,7 @@ pub struct Ready {
 
 pub fn run(args: &InstallArgs) -> Result<i32> {
     let project = std::env::current_dir()
+        .map(|cwd| crate::paths::project_root(&cwd))
         .map_err(|e| Diagnostic::new(E_STO_001, format!("cannot read the current folder: {e}")))?;
     let stores = Stores::of(&project);
     let kind = if args.global {

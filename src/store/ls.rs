@@ -15,6 +15,7 @@ pub struct LsArgs {
 
 pub fn run(args: &LsArgs) -> Result<i32> {
     let project = std::env::current_dir()
+        .map(|cwd| crate::paths::project_root(&cwd))
         .map_err(|e| Diagnostic::new(E_STO_001, format!("cannot read the current folder: {e}")))?;
     let all = super::list(&project)?;
     if args.json {

@@ -365,7 +365,10 @@ fn refusal_in_human_form_names_code_place_and_hint() {
         "roster.yaml: refused\n\
          error[E-ROS-001]: member `a`: `capsule: coder` is a bare name; a member names its \
          capsule by its full name, `<scope>/<name>`\n  \
-         --> roster.yaml:3:24\n  \
+         --> roster.yaml:3:24\n   \
+         |\n \
+         3 |   - {name: a, capsule: coder, version: 1.0.0, entry: true}\n   \
+         |                        ^\n  \
          = hint: Write `capsule: local/coder` for a capsule installed from its .mur.zip, or \
          `<scope>/coder` with the scope it was installed under.\n"
     );

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use crate::support::World;
 
 /// `mur new --roster team` and `mur install lead helper` in a world.
-fn team() -> (World, std::path::PathBuf) {
+pub fn team() -> (World, std::path::PathBuf) {
     let w = World::new();
     let ok = |cmd: &mut Command| {
         let out = cmd.output().unwrap();
@@ -26,7 +26,7 @@ fn team() -> (World, std::path::PathBuf) {
     (w, project)
 }
 
-fn lines(bytes: &[u8]) -> Vec<String> {
+pub fn lines(bytes: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(bytes)
         .lines()
         .map(String::from)
@@ -339,122 +339,4 @@ fn murmur_allow_root_silences_the_root_warning() {
     let as_root = usize::from(nix::unistd::geteuid().is_root());
     assert_eq!(run(false), as_root);
     assert_eq!(run(true), 0);
-}
-
-#[test]
-fn completions_and_the_man_page_name_every_command() {
-    let w = World::new();
-    for shell in ["bash", "zsh", "fish"] {
-        let out = w.mur().args(["completions", shell]).output().unwrap();
-        assert!(out.status.success(), "{shell}");
-        let script = String::from_utf8_lossy(&out.stdout);
-        for command in ["run", "install", "trace", "doctor", "completions"] {
-            assert!(script.contains(command), "{shell} completes {command}");
-        }
-    }
-    let bad = w.mur().args(["completions", "tcsh"]).output().unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let man = w.mur().arg("man").output().unwrap();
-    assert!(man.status.success());
-    let page = String::from_utf8_lossy(&man.stdout);
-    assert!(
-        page.starts_with(".ie") || page.contains(".TH mur"),
-        "{page}"
-    );
-    assert!(
-        page.contains("completions") && page.contains("doctor"),
-        "{page}"
-    );
-}
-
-#[test]
-fn ps_all_lists_ended_sessions_newest_first_and_trace_show_speaks_json() {
-    let (w, project) = team();
-    let out = w
-        .mur_in(&project)
-        .args(["run", "--roster", "--json", "--task", "Say hello."])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let ready: Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
-    let frm = ready["formation_id"].as_str().unwrap();
-    let lone = w.proj.join("solo");
-    crate::support::write_capsule(&lone, "solo", "1.0.0");
-    let solo = w
-        .mur_in(&lone)
-        .args(["run", "--json", "--task", "Say hello."])
-        .output()
-        .unwrap();
-    let solo_id = serde_json::from_str::<Value>(
-        String::from_utf8_lossy(&solo.stdout)
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    // Nothing runs: `mur ps` lists nothing, `mur ps -a` every session.
-    let live = w.mur().args(["ps", "--json"]).output().unwrap();
-    assert_eq!(
-        serde_json::from_slice::<Value>(&live.stdout).unwrap(),
-        serde_json::json!([])
-    );
-    let all = w.mur().args(["ps", "-a", "--json"]).output().unwrap();
-    let all: Value = serde_json::from_slice(&all.stdout).unwrap();
-    let all = all.as_array().unwrap();
-    assert_eq!(all.len(), 3, "{all:#?}");
-    assert_eq!(all[0]["session_id"], solo_id.as_str(), "newest first");
-    assert!(all[0].get("formation_id").is_none());
-    for member in ready["members"].as_array().unwrap() {
-        let row = all
-            .iter()
-            .find(|r| r["session_id"] == member["session_id"])
-            .unwrap();
-        assert_eq!(row["formation_id"], frm, "{row}");
-        assert_eq!(row["formation_member"], member["name"]);
-        assert_eq!(row["status"], "ok");
-    }
-    let ids: Vec<&str> = all
-        .iter()
-        .map(|r| r["session_id"].as_str().unwrap())
-        .collect();
-    let mut sorted = ids.clone();
-    sorted.sort_by(|a, b| b.cmp(a));
-    assert_eq!(ids, sorted);
-    // For people: a header, then one line each.
-    let text = w.mur().args(["ps", "-a"]).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.starts_with("SESSION "), "{text}");
-    assert!(text.contains(&format!("{frm} (helper)")), "{text}");
-    // trace show --json: trace.jsonl's records, one JSON object a line.
-    let lead = ready["members"][0]["session_id"].as_str().unwrap();
-    let shown = w
-        .mur()
-        .args(["trace", "show", lead, "--json"])
-        .output()
-        .unwrap();
-    let records: Vec<Value> = String::from_utf8_lossy(&shown.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(records, w.trace(lead));
-    // From a member's session id to its formation's trace.
-    let stderr = String::from_utf8_lossy(&shown.stderr);
-    assert!(
-        stderr.contains(&format!("`mur trace show {frm}`")),
-        "{stderr}"
-    );
-    let whole = w
-        .mur()
-        .args(["trace", "show", frm, "--json"])
-        .output()
-        .unwrap();
-    let starts = String::from_utf8_lossy(&whole.stdout)
-        .lines()
-        .filter(|l| l.contains("\"type\":\"session_start\""))
-        .count();
-    assert_eq!(starts, 2);
 }

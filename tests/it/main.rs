@@ -28,6 +28,7 @@ mod door_bad_input;
 mod door_trust;
 mod env_docs;
 mod first_hour;
+mod first_hour_more;
 mod formation_cli;
 mod formation_learns;
 mod formation_real;

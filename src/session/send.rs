@@ -1,0 +1,227 @@
+//! `mur send <ses_id|frm_id> "<task>"`: gives a running session (or a formation's
+//! entry member) a task with its operator token, shows the task's states as its door
+//! streams them, prints the result, and exits with the task's outcome (docs/run.md).
+
+use clap::Args;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::catalogue::{E_RUN_002, E_RUN_003, E_RUN_007};
+use crate::diag::{Diagnostic, Result};
+use crate::output;
+use crate::running::{RunningDir, RunningRecord};
+
+/// `mur send`
+#[derive(Debug, Clone, Args)]
+pub struct SendArgs {
+    /// A running session (`ses_…`), or a formation (`frm_…`): its entry member.
+    pub id: String,
+    /// The task's text.
+    pub task: String,
+}
+
+/// Sends the task; the exit status is 0 when it completed, 1 otherwise.
+pub(crate) fn send(args: &SendArgs) -> Result<i32> {
+    let running = RunningDir::default();
+    let target = find(&running, &args.id)?;
+    let token = running.token(&target.session_id)?;
+    let door = target.door_url.clone().ok_or_else(|| {
+        Diagnostic::new(
+            E_RUN_003,
+            format!("{} does not serve a door yet", target.session_id),
+        )
+    })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Diagnostic::new(E_RUN_002, format!("cannot start a runtime: {e}")))?;
+    runtime.block_on(stream_task(&door, &token, &target.session_id, &args.task))
+}
+
+/// The live session `id` names, or the entry member of the formation it names.
+fn find(running: &RunningDir, id: &str) -> Result<RunningRecord> {
+    let live = running.list()?;
+    let found = if id.starts_with("frm_") {
+        live.into_iter()
+            .find(|r| r.formation_id.as_deref() == Some(id) && r.formation_entry)
+    } else {
+        live.into_iter().find(|r| r.session_id == id)
+    };
+    found.ok_or_else(|| {
+        Diagnostic::new(
+            E_RUN_003,
+            format!("no running session or formation entry member is named {id}"),
+        )
+    })
+}
+
+/// `SendStreamingMessage`, then each event as it comes.
+async fn stream_task(door: &str, token: &str, session: &str, task: &str) -> Result<i32> {
+    let failed = |what: String| Diagnostic::new(E_RUN_007, what);
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+        "params": {"message": {
+            "messageId": format!("mur-send-{}", uuid::Uuid::now_v7().simple()),
+            "role": "ROLE_USER",
+            "parts": [{"text": task}],
+        }},
+    });
+    let client = crate::door::client()
+        .build()
+        .map_err(|e| failed(format!("cannot make an HTTP client: {e}")))?;
+    let response = client
+        .post(format!("{}/", door.trim_end_matches('/')))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| failed(format!("{session}'s door {door} did not answer: {e}")))?;
+    let is_stream = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_stream {
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        return Err(refusal(session, status.as_u16(), &text));
+    }
+    let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
+    let mut seen = Seen::default();
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| failed(format!("the stream from {door} broke: {e}")))?;
+        let Ok(value) = serde_json::from_str::<Value>(&event.data) else {
+            continue;
+        };
+        if value.get("error").is_some() {
+            return Err(refusal(session, 200, &event.data));
+        }
+        seen.take(&value["result"]);
+    }
+    let Some(state) = seen.state.clone() else {
+        return Err(failed(format!(
+            "{session}'s door ended the stream before the task ended"
+        )));
+    };
+    if !seen.text.is_empty() {
+        output::stdout_text(&seen.text);
+    }
+    output::stderr_line(format_args!("[mur send] {}: {state}", seen.task_id));
+    Ok(if state == "completed" { 0 } else { 1 })
+}
+
+/// What the stream said so far.
+#[derive(Debug, Default)]
+struct Seen {
+    task_id: String,
+    /// The task's final state (`completed`, `failed`, …), once it ended.
+    state: Option<String>,
+    /// The answer: its artifacts' text, else its final status message's.
+    text: String,
+}
+
+impl Seen {
+    fn take(&mut self, result: &Value) {
+        if let Some(task) = result.get("task") {
+            self.task_id = task["id"].as_str().unwrap_or_default().to_string();
+            output::banner_line(format_args!("[mur send] task {} submitted", self.task_id));
+            self.status(&task["status"]);
+        } else if let Some(update) = result.get("statusUpdate") {
+            self.status(&update["status"]);
+        } else if let Some(update) = result.get("artifactUpdate") {
+            self.text.push_str(&texts(&update["artifact"]["parts"]));
+        }
+    }
+
+    fn status(&mut self, status: &Value) {
+        let word = state_word(status["state"].as_str().unwrap_or_default());
+        if matches!(
+            word.as_str(),
+            "completed" | "failed" | "canceled" | "rejected" | "input_required" | "auth_required"
+        ) {
+            if self.text.is_empty() {
+                self.text = texts(&status["message"]["parts"]);
+            }
+            self.state = Some(word);
+        } else if !word.is_empty() {
+            output::banner_line(format_args!("[mur send] {word}"));
+        }
+    }
+}
+
+/// `TASK_STATE_INPUT_REQUIRED` → `input_required`, as the trace names states.
+fn state_word(state: &str) -> String {
+    state
+        .strip_prefix("TASK_STATE_")
+        .unwrap_or(state)
+        .to_ascii_lowercase()
+}
+
+fn texts(parts: &Value) -> String {
+    parts
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The door refused the call: its JSON-RPC error or HTTP status, quoted.
+fn refusal(session: &str, status: u16, body: &str) -> Diagnostic {
+    let why = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error")?;
+            Some(format!(
+                "{} ({})",
+                e["message"].as_str().unwrap_or("error"),
+                e["code"]
+            ))
+        })
+        .unwrap_or_else(|| {
+            format!(
+                "HTTP {status}: {}",
+                body.chars().take(200).collect::<String>()
+            )
+        });
+    Diagnostic::new(
+        E_RUN_007,
+        format!("{session}'s door did not take the task: {why}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_read_as_the_trace_names_them() {
+        assert_eq!(state_word("TASK_STATE_INPUT_REQUIRED"), "input_required");
+        assert_eq!(state_word("TASK_STATE_COMPLETED"), "completed");
+    }
+
+    #[test]
+    fn the_answer_is_the_artifacts_else_the_final_message() {
+        let mut seen = Seen::default();
+        seen.take(&json!({"task": {"id": "t1", "status": {"state": "TASK_STATE_SUBMITTED"}}}));
+        seen.take(&json!({"artifactUpdate": {"artifact": {"parts": [{"text": "hello"}]}}}));
+        seen.take(
+            &json!({"statusUpdate": {"status": {"state": "TASK_STATE_COMPLETED",
+            "message": {"parts": [{"text": "ignored"}]}}}}),
+        );
+        assert_eq!(seen.state.as_deref(), Some("completed"));
+        assert_eq!(seen.text, "hello");
+        let mut seen = Seen::default();
+        seen.take(
+            &json!({"statusUpdate": {"status": {"state": "TASK_STATE_FAILED",
+            "message": {"parts": [{"text": "no model"}]}}}}),
+        );
+        assert_eq!(
+            (seen.state.as_deref(), seen.text.as_str()),
+            (Some("failed"), "no model")
+        );
+    }
+}
