@@ -437,9 +437,11 @@ fn a_formation_launch_killed_at_random_leaves_whole_formation_directories() {
     }
     let o = run().output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        visible(&formations).len() <= 2,
-        "the last pass keeps two: {:?}",
-        visible(&formations)
-    );
+    // The last pass keeps two of those it may remove: a directory with no marker (a
+    // launch killed before it wrote one) is never removed automatically.
+    let marked: Vec<String> = visible(&formations)
+        .into_iter()
+        .filter(|n| formations.join(n).join("formation.json").is_file())
+        .collect();
+    assert!(marked.len() <= 2, "the last pass keeps two: {marked:?}");
 }
