@@ -13,7 +13,14 @@ MUR_SYSROOT=$(rustc --print sysroot)
 # Absolute paths that would otherwise reach the binary (panic locations of
 # dependencies, debuginfo before strip). Later prefixes win where several match,
 # so the more specific CARGO_HOME and sysroot come after the source root.
-export RUSTFLAGS="--remap-path-prefix=$MUR_SRC_ROOT=/src --remap-path-prefix=$CARGO_HOME=/cargo --remap-path-prefix=$MUR_SYSROOT=/rustc${RUSTFLAGS:+ $RUSTFLAGS}"
+# A target folder outside the checkout (CARGO_TARGET_DIR) is remapped too: build
+# scripts' generated code (wasmtime's cranelift includes its OUT_DIR files) carries
+# that path into panic locations.
+MUR_TARGET_REMAP=
+if [ -n "${CARGO_TARGET_DIR:-}" ]; then
+    MUR_TARGET_REMAP=" --remap-path-prefix=$(realpath -m "$CARGO_TARGET_DIR")=/target"
+fi
+export RUSTFLAGS="--remap-path-prefix=$MUR_SRC_ROOT=/src$MUR_TARGET_REMAP --remap-path-prefix=$CARGO_HOME=/cargo --remap-path-prefix=$MUR_SYSROOT=/rustc${RUSTFLAGS:+ $RUSTFLAGS}"
 export CARGO_INCREMENTAL=0
 # rustc ignores it; build scripts and the archives made around the binary use it.
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
