@@ -18,6 +18,8 @@ pub(crate) mod capsule;
 pub(crate) mod ends;
 pub(crate) mod follow;
 pub(crate) mod formation;
+pub(crate) mod lifecycle;
+pub(crate) mod live;
 pub(crate) mod ops;
 pub(crate) mod resume;
 pub(crate) mod send;

@@ -6,65 +6,27 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::RunArgs;
 use super::capsule::{self, Capsule};
-use super::ends::{self, Cause};
+use super::ends::{self};
 use super::formation::{self, Membership, Place};
+use super::lifecycle::LifecycleInForce;
+use super::live::{Live, Report, Watch};
 use super::resume::{self, Resumed};
-use super::task::{self, TaskEnv};
-use super::{AcceptanceFlag, AfterTaskFlag, IdleTimeout, RunArgs};
-use crate::a2a::{self, Message, Role};
+use super::task::TaskEnv;
 use crate::agent::{PromptParts, TransportConfig};
 use crate::catalogue::{self, E_RUN_002};
 use crate::diag::{Diagnostic, Result};
-use crate::door::{self, Credential, Door, DoorConfig, Work, WorkReceiver};
-use crate::manifest::{self, HookEvent, Transport};
+use crate::door::{self, Door, DoorConfig, WorkReceiver};
+use crate::manifest::{HookEvent, Transport};
 use crate::readiness::ReadinessLine;
 use crate::records::{self, Identity, Records, StartInfo};
 use crate::running::{self, RunningDir, RunningRecord};
 use crate::signals::{Signal, Signals};
-use crate::trace::{self, Event, ExitStatus, RecordedState, TraceWriter};
-use crate::{output, paths, timing};
-
-/// The lifecycle in force: the manifest's, with the flags laid over it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LifecycleInForce {
-    pub acceptance: door::Acceptance,
-    pub exit_after_task: bool,
-    pub idle_timeout: Option<Duration>,
-}
-
-impl LifecycleInForce {
-    pub(crate) fn of(m: &manifest::Lifecycle, args: &RunArgs) -> LifecycleInForce {
-        let queue = match args.lifecycle_task_acceptance {
-            Some(a) => a == AcceptanceFlag::Queue,
-            None => m.task_acceptance == manifest::TaskAcceptance::Queue,
-        };
-        // `--task` runs one task: the session ends after it unless the flag says sleep.
-        let exit_after_task = match args.lifecycle_after_task {
-            Some(a) => a == AfterTaskFlag::Exit,
-            None => args.task.is_some() || m.after_task == manifest::AfterTask::Exit,
-        };
-        let idle = match args.lifecycle_idle_timeout {
-            Some(IdleTimeout::None) => None,
-            Some(IdleTimeout::Seconds(s)) => Some(s),
-            None => m.idle_timeout,
-        };
-        LifecycleInForce {
-            acceptance: if queue {
-                door::Acceptance::Queue {
-                    depth: m.queue_depth,
-                }
-            } else {
-                door::Acceptance::Single
-            },
-            exit_after_task,
-            idle_timeout: idle.map(Duration::from_secs),
-        }
-    }
-}
+use crate::trace::{self, Event, ExitStatus, TraceWriter};
+use crate::{output, paths};
 
 /// Runs `mur run` (not `--roster`). Refusals before the session exists are `Err`;
 /// once its records exist every end is reported in them and the status returned.
@@ -181,32 +143,6 @@ struct Stage<'a> {
     spawner: Option<std::os::fd::OwnedFd>,
     /// The capsule's tools and hooks, until the session's records exist.
     components: Option<crate::component::Catalog>,
-}
-
-/// A session whose records, door and running record exist.
-struct Live {
-    session_id: String,
-    trace: Arc<TraceWriter>,
-    door: Door,
-    work: WorkReceiver,
-    running: RunningDir,
-    env: Arc<TaskEnv>,
-    formation_id: Option<String>,
-    /// `trace.retain`, applied to the project's sessions at the end.
-    retain: crate::retention::Policy,
-    /// How the `--task` task's end is reported on stdout.
-    report: Report,
-    /// The `--task` task, until its end was reported.
-    first_task: Option<String>,
-}
-
-/// How the end of the `--task` task is reported on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Report {
-    /// Its `out/result.txt`, as it is.
-    Text,
-    /// `--json`: one outcome line (`readiness::OutcomeLine`).
-    Json,
 }
 
 impl Stage<'_> {
@@ -511,7 +447,7 @@ fn door_base(door: &Door) -> String {
 }
 
 /// A session that could not go on after its records existed: session_end `failed`.
-fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
+pub(super) fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
     output::stderr_line(d);
     trace.record(Event::SessionEnd {
         exit_status: ExitStatus::Failed,
@@ -521,322 +457,4 @@ fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
     });
     output::stderr_line("status: failed");
     1
-}
-
-/// How often a session reaps the orphans it killed.
-const STRAY_REAP: Duration = Duration::from_secs(5);
-
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// What the main loop watches besides the door.
-struct Watch {
-    lifecycle: LifecycleInForce,
-    deadline: Option<Instant>,
-    lifeline: Option<std::os::fd::OwnedFd>,
-    /// The operator's murmur.StopSession.
-    on_stop: tokio::sync::mpsc::UnboundedReceiver<()>,
-    /// `--task`.
-    task_text: Option<String>,
-    signals: Signals,
-}
-
-impl Live {
-    /// Runs tasks until something ends the session; returns the exit status.
-    async fn main_loop(mut self, watch: Watch) -> i32 {
-        let Watch {
-            lifecycle,
-            deadline,
-            lifeline,
-            mut on_stop,
-            task_text,
-            mut signals,
-        } = watch;
-        let mut lifeline = lifeline.map(|fd| Box::pin(crate::lifeline::closed(fd)));
-        let mut running: Option<JoinHandle<RecordedState>> = None;
-        let mut idle_since = Instant::now();
-        if let Some(text) = task_text {
-            match self.submit(text) {
-                Ok(work) => {
-                    self.first_task = Some(work.task_id.clone());
-                    running = Some(tokio::spawn(task::run(self.env.clone(), work)));
-                }
-                Err(e) => output::stderr_line(format!("[mur run] error: {}", e.message)),
-            }
-        }
-        // Orphans the session killed (a stopped harness's) are its to reap.
-        let _strays = AbortOnDrop(crate::descendants::watch_strays(STRAY_REAP, None));
-        let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
-        let store = self.door.store().clone();
-        let cause = loop {
-            let idle_at = match (&running, lifecycle.idle_timeout) {
-                (None, Some(t)) => idle_since + t,
-                _ => far,
-            };
-            // Busy means a task is live on the door, judged when the end arrives: a task
-            // the door already reports ended is not running, even while its runner
-            // still writes its last record.
-            let busy = || store.live() > 0;
-            tokio::select! {
-                biased;
-                _ = signals.next() => break Cause::Sigterm { busy: busy() },
-                Some(()) = on_stop.recv() => break Cause::Sigterm { busy: busy() },
-                _ = async { lifeline.as_mut().expect("guarded").await }, if lifeline.is_some() => {
-                    lifeline = None;
-                    break Cause::Lifeline { busy: busy() };
-                }
-                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
-                    break Cause::Deadline;
-                }
-                ended = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
-                    running = None;
-                    idle_since = Instant::now();
-                    let state = ended.unwrap_or(RecordedState::Failed);
-                    self.report_first(state, true);
-                    if lifecycle.exit_after_task {
-                        break Cause::AfterTask(state);
-                    }
-                }
-                work = self.work.next(), if running.is_none() => {
-                    match work {
-                        Some(work) => running = Some(tokio::spawn(task::run(self.env.clone(), work))),
-                        None => break Cause::Sigterm { busy: false },
-                    }
-                }
-                _ = tokio::time::sleep_until(idle_at), if idle_at < far => break Cause::IdleTimeout,
-            }
-        };
-        self.wind_down(cause, running, lifeline, &mut signals).await
-    }
-
-    /// The `--task` task: a task on the door, started by the operator.
-    fn submit(&self, text: String) -> std::result::Result<Work, a2a::RpcError> {
-        let message = Message::text(Role::User, text);
-        let created = self
-            .door
-            .store()
-            .create(Credential::Operator, message.clone())?;
-        let mut message = message;
-        message.task_id = Some(created.snapshot.id.clone());
-        message.context_id = Some(created.snapshot.context_id.clone());
-        Ok(Work {
-            task_id: created.snapshot.id.clone(),
-            context_id: created.snapshot.context_id.clone(),
-            message,
-            caller: Credential::Operator,
-            trust: door::trust::Trust::Trusted,
-            cancel: created.handle.cancellation().clone(),
-            handle: created.handle,
-        })
-    }
-
-    /// Ends the session: formation_ended first when the lifeline closed, then every
-    /// queued task refused, every live task canceled, session_end, the running record
-    /// removed.
-    async fn wind_down(
-        mut self,
-        cause: Cause,
-        mut running: Option<JoinHandle<RecordedState>>,
-        mut lifeline: Option<std::pin::Pin<Box<impl Future<Output = std::io::Result<()>>>>>,
-        signals: &mut Signals,
-    ) -> i32 {
-        if let Cause::Lifeline { .. } = cause {
-            if let Some(formation_id) = &self.formation_id {
-                self.record(Event::FormationEnded {
-                    formation_id: formation_id.clone(),
-                });
-            }
-            ends::arm_wind_down_limit(
-                timing::scaled(timing::WIND_DOWN_EXIT),
-                self.running.clone(),
-                self.session_id.clone(),
-            );
-        }
-        let store = self.door.store().clone();
-        store.close();
-        while let Some(queued) = self.work.try_next() {
-            let _ = queued
-                .handle
-                .reject("the session is ending and takes no more tasks");
-            self.record(Event::TaskState {
-                task_id: queued.task_id.clone(),
-                from: Some(RecordedState::Submitted),
-                to: RecordedState::Rejected,
-                reason: Some("the session is ending".into()),
-            });
-        }
-        store.cancel_all(cause.cancel_reason());
-        // Wait for the task to wind down. A SIGTERM now is a second one (exit 143),
-        // except after the lifeline closed; the lifeline closing now changes nothing.
-        if let Some(task) = running.as_mut() {
-            loop {
-                tokio::select! {
-                    ended = &mut *task => {
-                        // Text mode prints a result only for a task that ended on its own.
-                        self.report_first(ended.unwrap_or(RecordedState::Failed), false);
-                        break;
-                    }
-                    _ = signals.next() => {
-                        if cause.sigterm_exits_at_once() {
-                            ends::exit_now(&self.running, &self.session_id);
-                        }
-                    }
-                    _ = async { lifeline.as_mut().expect("guarded").await }, if lifeline.is_some() => {
-                        lifeline = None;
-                    }
-                }
-            }
-        }
-        // Nothing the session started outlives it: harnesses, shell commands and what
-        // they started, setsid and double forks included (docs/descendants.md).
-        let _ = tokio::task::spawn_blocking(crate::descendants::sweep_all).await;
-        let exit = cause.exit();
-        if let Some(code) = exit.error {
-            let what = match cause {
-                Cause::Deadline => "the session reached its deadline".to_string(),
-                _ => "the session received SIGTERM while a task ran; the task was canceled"
-                    .to_string(),
-            };
-            output::stderr_line(Diagnostic::new(code, what));
-        }
-        if let Some(host) = self.env.components.clone() {
-            // session_end hooks, then the asynchronous hooks still running: bounded by
-            // timing::HOOK_DRAIN, inside the wind-down's 20 s.
-            let record = serde_json::json!({"session_id": self.session_id,
-                "exit_status": exit.status, "exit_code": exit.code});
-            host.end(record).await;
-        }
-        self.record(Event::SessionEnd {
-            exit_status: exit.status,
-            exit_code: exit.code,
-            error_code: exit.error.map(|c| c.as_str().to_string()),
-            usage: None,
-        });
-        // The records on disk before the session says it has ended.
-        let env = self.env.clone();
-        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || env.flusher.flush()).await {
-            output::stderr_line(Diagnostic::new(catalogue::E_REC_001, e));
-        }
-        let _ = self.running.remove(&self.session_id);
-        // When ~/.murmur/running/ cannot be read every session counts as running:
-        // nothing is removed.
-        if let Ok(live) = self.running.list() {
-            let live: Vec<String> = live.into_iter().map(|r| r.session_id).collect();
-            for removed in crate::retention::sessions::pass(
-                &self.env.records.dir,
-                &self.retain,
-                &live,
-                SystemTime::now(),
-            ) {
-                output::stderr_line(removed.line());
-            }
-        }
-        // Watchers have had every record, session_end included: the door lets their
-        // streams drain before it closes.
-        self.door.shutdown().await;
-        output::stderr_line(format!("status: {}", ends::status_word(exit.status)));
-        exit.code
-    }
-
-    fn record(&self, event: Event) {
-        self.trace.record(event);
-    }
-
-    /// Reports the `--task` task's end on stdout, once: its result text, or with
-    /// `--json` its outcome line. `on_its_own`: the task ended before any wind-down.
-    fn report_first(&mut self, state: RecordedState, on_its_own: bool) {
-        let Some(task_id) = self.first_task.take() else {
-            return;
-        };
-        let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
-        match self.report {
-            Report::Text if on_its_own => {
-                output::stdout_text(&text);
-            }
-            Report::Text => {}
-            Report::Json => {
-                let line =
-                    crate::readiness::OutcomeLine::task(&self.session_id, &task_id, state, text);
-                if let Ok(json) = serde_json::to_string(&line) {
-                    output::stdout_line(json);
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        run: RunArgs,
-    }
-
-    fn lifecycle(manifest: manifest::Lifecycle, flags: &[&str]) -> LifecycleInForce {
-        let cli = Cli::parse_from(std::iter::once("run").chain(flags.iter().copied()));
-        LifecycleInForce::of(&manifest, &cli.run)
-    }
-
-    fn queue(depth: u32) -> manifest::Lifecycle {
-        manifest::Lifecycle {
-            task_acceptance: manifest::TaskAcceptance::Queue,
-            after_task: manifest::AfterTask::Sleep,
-            queue_depth: depth,
-            idle_timeout: Some(60),
-        }
-    }
-
-    #[test]
-    fn flags_override_the_manifest() {
-        let l = lifecycle(queue(2), &[]);
-        assert_eq!(l.acceptance, door::Acceptance::Queue { depth: 2 });
-        assert!(!l.exit_after_task);
-        assert_eq!(l.idle_timeout, Some(Duration::from_secs(60)));
-        let l = lifecycle(
-            queue(2),
-            &[
-                "--lifecycle-task-acceptance",
-                "single",
-                "--lifecycle-after-task",
-                "exit",
-                "--lifecycle-idle-timeout",
-                "none",
-            ],
-        );
-        assert_eq!(l.acceptance, door::Acceptance::Single);
-        assert!(l.exit_after_task);
-        assert_eq!(l.idle_timeout, None);
-        let l = lifecycle(
-            manifest::Lifecycle::default(),
-            &[
-                "--lifecycle-task-acceptance",
-                "queue",
-                "--lifecycle-idle-timeout",
-                "5",
-            ],
-        );
-        assert_eq!(l.acceptance, door::Acceptance::Queue { depth: 0 });
-        assert_eq!(l.idle_timeout, Some(Duration::from_secs(5)));
-    }
-
-    #[test]
-    fn a_task_ends_the_session_unless_the_flag_says_sleep() {
-        assert!(lifecycle(queue(0), &["--task", "x"]).exit_after_task);
-        assert!(
-            !lifecycle(
-                queue(0),
-                &["--task", "x", "--lifecycle-after-task", "sleep"]
-            )
-            .exit_after_task
-        );
-    }
 }
