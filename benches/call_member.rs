@@ -93,15 +93,19 @@ async fn call_member(iters: usize) -> Vec<Duration> {
     config.accept_peer_tasks = true;
     config.formation = Some(FormationMember {
         verify_key: key.verify_key(),
-        member: "coder".into(),
+        member: "coder".parse().unwrap(),
     });
     config.acceptance = Acceptance::Single;
     config.limits.max_tasks = 1000;
     let (door, work) = Door::start(config).await.unwrap();
     tokio::spawn(echo(work));
     let token = key.issue("planner", "coder");
-    let peers = Peers::new(vec![("coder".into(), token)], vec!["localhost".into()]).unwrap();
-    peers.add_doors([("coder".to_string(), door.url())].into());
+    let peers = Peers::new(
+        vec![("coder".parse().unwrap(), token)],
+        vec!["localhost".into()],
+    )
+    .unwrap();
+    peers.add_doors([("coder".parse().unwrap(), door.url())].into());
     let peers = Arc::new(peers);
     let cancel = CancellationToken::new();
     let mut out = Vec::with_capacity(iters);

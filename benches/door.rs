@@ -100,7 +100,7 @@ async fn door_rps(method: &str, cache: bool, run: Duration) -> (f64, f64) {
     config.accept_peer_tasks = true;
     config.formation = Some(FormationMember {
         verify_key: key.verify_key(),
-        member: "coder".into(),
+        member: "coder".parse().unwrap(),
     });
     config.acceptance = Acceptance::Queue { depth: 4096 };
     config.limits = Limits {

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalogue::{E_ROS_005, E_ROS_006, E_ROS_007, W_ROS_001};
 use crate::diag::{Diagnostic, Result};
+use crate::ids::MemberName;
 use crate::lock::{self, Lock};
 use crate::manifest::{self, Manifest, TaskAcceptance};
 use crate::pack;
@@ -32,14 +33,14 @@ pub struct Admitted {
     /// Roster order.
     pub members: Vec<AdmittedMember>,
     /// (from, to): deduplicated, sorted by the roster order of `from`, then of `to`.
-    pub edges: Vec<(String, String)>,
+    pub edges: Vec<(MemberName, MemberName)>,
     /// W-ROS-001 ...; they do not stop admission.
     pub warnings: Vec<Diagnostic>,
 }
 
 #[derive(Debug, Clone)]
 pub struct AdmittedMember {
-    pub name: String,
+    pub name: MemberName,
     pub entry: bool,
     /// The artifact found, with the sha256 of its bytes at admission.
     pub installed: Installed,
@@ -92,11 +93,11 @@ impl Admitted {
     }
 
     /// The members `member` may call, in roster order.
-    pub fn callees(&self, member: &str) -> Vec<&str> {
+    pub fn callees(&self, member: &MemberName) -> Vec<&MemberName> {
         self.edges
             .iter()
             .filter(|(from, _)| from == member)
-            .map(|(_, to)| to.as_str())
+            .map(|(_, to)| to)
             .collect()
     }
 
@@ -106,7 +107,12 @@ impl Admitted {
             .edges
             .iter()
             .filter(|(_, to)| to == member)
-            .map(|(from, _)| (self.roster.index_of(from).unwrap_or(0), from.as_str()))
+            .map(|(from, _)| {
+                (
+                    self.roster.index_of(from.as_str()).unwrap_or(0),
+                    from.as_str(),
+                )
+            })
             .collect();
         callers.sort();
         callers.into_iter().map(|(_, from)| from).collect()
@@ -147,7 +153,7 @@ fn project_dir(file: &Path) -> PathBuf {
 fn member_fault(index: usize, m: &Member) -> Fault {
     Fault::Member {
         index,
-        name: Some(m.name.clone()),
+        name: Some(m.name.to_string()),
     }
 }
 
@@ -168,7 +174,7 @@ fn bind(roster: &Roster, project: &Path) -> Result<Vec<(Installed, Manifest)>, R
                 member_fault(index, m),
             )
         };
-        let installed = match store::find(project, &m.capsule, &m.version) {
+        let installed = match store::find(project, m.capsule.as_str(), &m.version) {
             Ok(Some(found)) => found,
             Ok(None) => {
                 let (message, hint) = not_installed(m, project);
@@ -205,7 +211,7 @@ fn bind(roster: &Roster, project: &Path) -> Result<Vec<(Installed, Manifest)>, R
         match lock.get_or_insert_with(|| lock::load(project)) {
             Err(d) => return Err(Refusal::new(d.clone(), member_fault(index, m))),
             Ok(Some(l)) => {
-                if let Some(pin) = l.pin(&m.capsule) {
+                if let Some(pin) = l.pin(m.capsule.as_str()) {
                     lock::check(pin, &installed, &lock_file).map_err(|d| {
                         Refusal::new(
                             roster::prefixed(&format!("member `{}`", m.name), d),
@@ -238,7 +244,7 @@ fn not_installed(m: &Member, project: &Path) -> (String, String) {
     let others: Vec<String> = store::list(project)
         .unwrap_or_default()
         .into_iter()
-        .filter(|i| i.name == m.capsule)
+        .filter(|i| m.capsule == i.name.as_str())
         .map(|i| format!("{} ({})", i.version, i.store))
         .collect();
     let mut hint = String::from(
@@ -256,7 +262,7 @@ fn not_installed(m: &Member, project: &Path) -> (String, String) {
     // The murmur.yaml beside the roster is a member only once installed.
     let beside = project.join(manifest::FILE_NAME);
     if let Ok(own) = manifest::load(&beside)
-        && m.capsule == format!("local/{}", own.name)
+        && m.capsule.as_str() == format!("local/{}", own.name)
         && m.version == own.version
     {
         hint = format!(
@@ -290,7 +296,7 @@ fn callees_serve_peers(
             continue;
         }
         let called = roster.rules().iter().enumerate().find_map(|(r, rule)| {
-            let i = rule.to.iter().position(|t| *t == m.name)?;
+            let i = rule.to.iter().position(|t| m.name == t.as_str())?;
             Some((r, rule, rule.to_at[i]))
         });
         if let Some((r, rule, at)) = called {

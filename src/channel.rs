@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::credential::FormationToken;
+use crate::ids::{FormationId, MemberName, Sha256};
 use tokio::sync::mpsc;
 
 /// `MURMUR_FORMATION_CHANNEL`: the inherited descriptor the channel is read from.
@@ -27,27 +28,27 @@ pub enum Line {
     /// The first line: who the member is and what it may call.
     Credentials(Credentials),
     /// A later line: door URLs of members it may call, by roster name.
-    Doors { doors: BTreeMap<String, String> },
+    Doors { doors: BTreeMap<MemberName, String> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
-    pub formation: String,
-    pub member: String,
+    pub formation: FormationId,
+    pub member: MemberName,
     /// True for the entry member.
     pub entry: bool,
     /// The formation's public verification key (base64url, no padding).
     pub verify_key: String,
     /// One token per member this member may call, by callee name, in roster order.
-    pub tokens: Vec<(String, FormationToken)>,
+    pub tokens: Vec<(MemberName, FormationToken)>,
     /// The roster's project: every member resolves its stores and lock from it.
     pub project_dir: std::path::PathBuf,
     /// The member's work folder: the project for the entry member, its own folder
     /// under `~/.murmur/formations/<frm_id>/` for a peer.
     pub workdir: std::path::PathBuf,
     /// The sha256 admission bound the member's artifact to (E-RUN-047 if it changed).
-    pub artifact_sha256: String,
+    pub artifact_sha256: Sha256,
     /// The formation's `--deadline`, one moment for every member, in Unix milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_unix_ms: Option<u64>,
@@ -141,7 +142,7 @@ impl Reader {
 
     /// The next later line with door URLs; `None` once the channel has closed.
     /// Malformed later lines are skipped: the first line already proved the sender.
-    pub async fn next_doors(&mut self) -> Option<BTreeMap<String, String>> {
+    pub async fn next_doors(&mut self) -> Option<BTreeMap<MemberName, String>> {
         loop {
             match self.lines.recv().await? {
                 Ok(Line::Doors { doors }) => return Some(doors),
@@ -185,7 +186,7 @@ impl Credentials {
         if self.formation != formation_id {
             return Err(ChannelError::OtherFormation {
                 expected: formation_id.to_string(),
-                got: self.formation.clone(),
+                got: self.formation.to_string(),
             });
         }
         for (callee, token) in &self.tokens {
@@ -194,7 +195,7 @@ impl Credentials {
             });
             if !ok {
                 return Err(ChannelError::ForeignToken {
-                    callee: callee.clone(),
+                    callee: callee.to_string(),
                 });
             }
         }
@@ -206,19 +207,22 @@ impl Credentials {
 mod tests {
     use super::*;
 
+    const F1: &str = "frm_01900000000070008000000000000001";
+    const F2: &str = "frm_01900000000070008000000000000002";
+
     fn creds(formation: &str) -> Credentials {
         Credentials {
-            formation: formation.into(),
-            member: "planner".into(),
+            formation: formation.parse().unwrap(),
+            member: "planner".parse().unwrap(),
             entry: true,
             verify_key: "k".into(),
             tokens: vec![(
-                "coder".into(),
+                "coder".parse().unwrap(),
                 FormationToken::from_secret("mft1.a.b".into()),
             )],
             project_dir: "/p".into(),
             workdir: "/p".into(),
-            artifact_sha256: "00".into(),
+            artifact_sha256: crate::ids::Sha256::of(b""),
             deadline_unix_ms: None,
         }
     }
@@ -227,15 +231,15 @@ mod tests {
     async fn first_line_then_doors() {
         let (mut w, r) = Writer::new().unwrap();
         let mut reader = Reader::spawn(r);
-        w.send(&Line::Credentials(creds("frm_1"))).unwrap();
-        let doors = BTreeMap::from([("coder".to_string(), "http://127.0.0.1:1".to_string())]);
+        w.send(&Line::Credentials(creds(F1))).unwrap();
+        let doors = BTreeMap::from([("coder".parse().unwrap(), "http://127.0.0.1:1".to_string())]);
         w.send(&Line::Doors {
             doors: doors.clone(),
         })
         .unwrap();
         assert_eq!(
             reader.credentials(Duration::from_secs(5)).await.unwrap(),
-            creds("frm_1")
+            creds(F1)
         );
         assert_eq!(reader.next_doors().await, Some(doors));
         drop(w);
@@ -285,36 +289,36 @@ mod tests {
     fn validate_checks_formation_and_each_token() {
         let good = |_: &str, _: &str| {
             Some(Claims {
-                formation: "frm_1".into(),
+                formation: F1.into(),
                 from: "planner".into(),
                 to: "coder".into(),
             })
         };
-        assert_eq!(creds("frm_1").validate("frm_1", good), Ok(()));
+        assert_eq!(creds(F1).validate(F1, good), Ok(()));
         assert!(matches!(
-            creds("frm_2").validate("frm_1", good),
+            creds(F2).validate(F1, good),
             Err(ChannelError::OtherFormation { .. })
         ));
         let to_other = |_: &str, _: &str| {
             Some(Claims {
-                formation: "frm_1".into(),
+                formation: F1.into(),
                 from: "planner".into(),
                 to: "x".into(),
             })
         };
         assert!(matches!(
-            creds("frm_1").validate("frm_1", to_other),
+            creds(F1).validate(F1, to_other),
             Err(ChannelError::ForeignToken { .. })
         ));
         assert!(matches!(
-            creds("frm_1").validate("frm_1", |_: &str, _: &str| None),
+            creds(F1).validate(F1, |_: &str, _: &str| None),
             Err(ChannelError::ForeignToken { .. })
         ));
     }
 
     #[test]
     fn secrets_stay_out_of_debug() {
-        let text = format!("{:?}", Line::Credentials(creds("frm_1")));
+        let text = format!("{:?}", Line::Credentials(creds(F1)));
         assert!(!text.contains("mft1"), "{text}");
     }
 }

@@ -43,7 +43,7 @@ pub struct Claims {
 /// The launcher's signing half. Lives only in the launcher's memory; zeroed on drop.
 /// Deliberately implements neither `Debug`, `Display`, `Clone` nor `Serialize`.
 pub struct FormationKey {
-    formation: String,
+    formation: crate::ids::FormationId,
     key: SigningKey,
 }
 
@@ -56,19 +56,19 @@ impl FormationKey {
         let key = SigningKey::from_bytes(&secret);
         secret.fill(0);
         Ok(FormationKey {
-            formation: crate::ids::FormationId::mint().to_string(),
+            formation: crate::ids::FormationId::mint(),
             key,
         })
     }
 
-    pub fn formation_id(&self) -> &str {
+    pub fn formation_id(&self) -> &crate::ids::FormationId {
         &self.formation
     }
 
     /// The public half, handed to every member's door.
     pub fn verify_key(&self) -> VerifyKey {
         VerifyKey {
-            formation: self.formation.clone(),
+            formation: self.formation.to_string(),
             key: self.key.verifying_key(),
         }
     }
@@ -76,7 +76,7 @@ impl FormationKey {
     /// Signs the token for the edge `from → to`.
     pub fn issue(&self, from: &str, to: &str) -> FormationToken {
         let claims = Claims {
-            formation: self.formation.clone(),
+            formation: self.formation.to_string(),
             from: from.to_string(),
             to: to.to_string(),
         };
@@ -379,7 +379,7 @@ mod tests {
     fn verify_key_round_trips_through_text() {
         let key = FormationKey::mint().unwrap();
         let vk = key.verify_key();
-        let back = VerifyKey::from_text(key.formation_id(), &vk.key_text()).unwrap();
+        let back = VerifyKey::from_text(key.formation_id().as_str(), &vk.key_text()).unwrap();
         assert_eq!(back, vk);
         assert!(VerifyKey::from_text("frm_x", "short").is_err());
     }

@@ -68,7 +68,12 @@ pub(crate) fn report(a: &Admitted) -> String {
         a.warnings.len(),
         plural(a.warnings.len()),
     );
-    let width = a.members.iter().map(|m| m.name.len()).max().unwrap_or(0);
+    let width = a
+        .members
+        .iter()
+        .map(|m| m.name.as_str().len())
+        .max()
+        .unwrap_or(0);
     let capsule_width = a
         .members
         .iter()

@@ -38,7 +38,7 @@ macro_rules! string_type {
         // Each id type gets the same accessors; not every one is used by each type.
         #[allow(dead_code)]
         impl $name {
-            pub(crate) fn as_str(&self) -> &str {
+            pub fn as_str(&self) -> &str {
                 &self.0
             }
             /// Whether `s` parses, without keeping it.
@@ -61,7 +61,8 @@ macro_rules! string_type {
         }
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                // `pad`, so that width and alignment flags apply.
+                f.pad(&self.0)
             }
         }
         impl AsRef<str> for $name {
@@ -82,6 +83,26 @@ macro_rules! string_type {
         impl PartialEq<&str> for $name {
             fn eq(&self, other: &&str) -> bool {
                 self.0 == *other
+            }
+        }
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                self.0 == *other
+            }
+        }
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+        impl From<$name> for String {
+            fn from(v: $name) -> String {
+                v.0
+            }
+        }
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
             }
         }
         impl Serialize for $name {
@@ -138,12 +159,12 @@ minted_id!(FormationId, "frm_", "formation id");
 
 /// A roster member's name: `^[a-z][a-z0-9-]{0,31}$`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct MemberName(String);
+pub struct MemberName(String);
 string_type!(MemberName, "member name", |s: &str| is_name(s, 32));
 
 /// An installed capsule's name, `<scope>/<name>`, each `^[a-z][a-z0-9-]{0,63}$`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct ArtifactName(String);
+pub struct ArtifactName(String);
 string_type!(ArtifactName, "capsule name", |s: &str| s
     .split_once('/')
     .is_some_and(|(scope, name)| is_name(scope, 64) && is_name(name, 64)));

@@ -35,7 +35,7 @@ pub struct Identity {
     pub capsule: String,
     pub version: String,
     /// In a formation: this member's roster name and the formation id.
-    pub roster_name: Option<String>,
+    pub roster_name: Option<crate::ids::MemberName>,
     pub formation_id: Option<String>,
 }
 
@@ -294,7 +294,7 @@ pub(crate) struct StartInfo {
     /// The installed artifact's sha256; `None` for a capsule run from its folder.
     pub sha256: Option<String>,
     /// In a formation: the members this one may call, in roster order.
-    pub callees: Option<Vec<String>>,
+    pub callees: Option<Vec<crate::ids::MemberName>>,
 }
 
 /// Starts a session's records in one step: the records directory under `records_root`
@@ -326,8 +326,18 @@ pub(crate) fn start(
             workdir: workdir.clone(),
             records_dir: records.dir.clone(),
             formation_id: identity.formation_id.clone(),
-            formation_member: identity.roster_name.clone().filter(|_| in_formation),
-            formation_callees: in_formation.then(|| info.callees.clone().unwrap_or_default()),
+            formation_member: identity
+                .roster_name
+                .as_ref()
+                .map(ToString::to_string)
+                .filter(|_| in_formation),
+            formation_callees: in_formation.then(|| {
+                info.callees
+                    .iter()
+                    .flatten()
+                    .map(ToString::to_string)
+                    .collect()
+            }),
         })?;
         let murmur_md = records.write_murmur_md(identity, &workdir)?;
         Ok(StartedRecords {

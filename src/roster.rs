@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalogue::{Code, E_ROS_001, E_ROS_002, E_ROS_003, E_ROS_004, E_ROS_008};
 use crate::diag::{Diagnostic, Location};
+use crate::ids::{ArtifactName, MemberName};
 use crate::yaml::{self, Node, Reader, Value};
 
 pub const FILE_NAME: &str = "roster.yaml";
@@ -46,9 +47,9 @@ pub struct Roster {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
-    pub name: String,
+    pub name: MemberName,
     /// The full artifact name, `<scope>/<name>`.
-    pub capsule: String,
+    pub capsule: ArtifactName,
     /// Exactly as written: an unquoted `1.10` is "1.10".
     pub version: String,
     pub entry: bool,
@@ -333,7 +334,7 @@ fn member(r: &Reader, index: usize, item: &Node) -> Result<Member, Refusal> {
 
         let name_node = r.required(&m, "name", "members[].name")?;
         let text = r.string(name_node, "members[].name")?;
-        if !is_member_name(text) {
+        let Ok(member_name) = text.parse::<MemberName>() else {
             return Err(r
                 .fault(
                     name_node,
@@ -343,14 +344,16 @@ fn member(r: &Reader, index: usize, item: &Node) -> Result<Member, Refusal> {
                     "A member name starts with a lowercase letter, then up to 31 lowercase \
                      letters, digits or hyphens, as in `coder-2`.",
                 ));
-        }
+        };
         *name = Some(text.to_string());
 
         let capsule_node = r.required(&m, "capsule", "members[].capsule")?;
         let capsule = r.string(capsule_node, "members[].capsule")?;
-        if let Some((message, hint)) = capsule_name_fault(capsule) {
-            return Err(r.fault(capsule_node, message).hint(hint));
-        }
+        let capsule = match (capsule_name_fault(capsule), capsule.parse::<ArtifactName>()) {
+            (None, Ok(name)) => name,
+            (Some((message, hint)), _) => return Err(r.fault(capsule_node, message).hint(hint)),
+            (None, Err(e)) => return Err(r.fault(capsule_node, e.to_string())),
+        };
 
         let version_node = r.required(&m, "version", "members[].version")?;
         let version = r.string(version_node, "members[].version")?;
@@ -378,8 +381,8 @@ fn member(r: &Reader, index: usize, item: &Node) -> Result<Member, Refusal> {
             None => None,
         };
         Ok(Member {
-            name: text.to_string(),
-            capsule: capsule.to_string(),
+            name: member_name,
+            capsule,
             version: version.to_string(),
             entry: entry.is_some_and(|(e, _)| e),
             line: item.line,
@@ -507,7 +510,7 @@ fn unique_names(roster: &Roster) -> Result<(), Refusal> {
                 format!(
                     "member name `{}` is used twice: by member {} at line {} and member {} here",
                     m.name,
-                    roster.index_of(&m.name).map_or(0, |i| i + 1),
+                    roster.index_of(m.name.as_str()).map_or(0, |i| i + 1),
                     first.name_at.line,
                     index + 1,
                 ),
@@ -521,7 +524,7 @@ fn unique_names(roster: &Roster) -> Result<(), Refusal> {
                 diagnostic,
                 Fault::Member {
                     index,
-                    name: Some(m.name.clone()),
+                    name: Some(m.name.to_string()),
                 },
             ));
         }
@@ -562,7 +565,7 @@ fn one_entry(roster: &Roster) -> Result<(), Refusal> {
             diagnostic,
             Fault::Member {
                 index,
-                name: Some(second.name.clone()),
+                name: Some(second.name.to_string()),
             },
         ));
     }
@@ -584,10 +587,9 @@ fn rules_name_members(roster: &Roster) -> Result<(), Refusal> {
                 continue;
             }
             // A capsule name where a member name belongs is the likely slip.
-            let runs = roster
-                .members
-                .iter()
-                .find(|m| m.capsule == *name || m.capsule.rsplit('/').next() == Some(name));
+            let runs = roster.members.iter().find(|m| {
+                m.capsule == *name || m.capsule.as_str().rsplit('/').next() == Some(name)
+            });
             let hint = match runs {
                 Some(m) => format!(
                     "Rules name members, not capsules: did you mean `{}`, the member that runs {}?",

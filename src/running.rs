@@ -35,7 +35,7 @@ pub struct RunningRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formation_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub formation_member: Option<String>,
+    pub formation_member: Option<crate::ids::MemberName>,
     /// The formation's entry member (`mur send <frm_id>` gives it the task).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub formation_entry: bool,
@@ -273,7 +273,7 @@ mod tests {
             workdir: "/w".into(),
             records_dir: "/r".into(),
             formation_id: Some("frm_1".into()),
-            formation_member: Some("coder".into()),
+            formation_member: Some("coder".parse().unwrap()),
             formation_entry: false,
             launcher: None,
         }

@@ -324,7 +324,10 @@ mod tests {
     fn with_call_member_it_asks_every_callee_then_quotes_the_answers() {
         let tool = ToolSpec {
             name: CALL_MEMBER.into(),
-            description: call_member_description(&["coder".into(), "reviewer".into()]),
+            description: call_member_description(&[
+                "coder".parse().unwrap(),
+                "reviewer".parse().unwrap(),
+            ]),
             input_schema: call_member_schema(),
         };
         let mut c = conv(vec![tool], vec![user("Build it.")]);
@@ -372,7 +375,7 @@ mod tests {
         use crate::trace::RecordedState;
         let tool = ToolSpec {
             name: CALL_MEMBER.into(),
-            description: call_member_description(&["coder".into()]),
+            description: call_member_description(&["coder".parse().unwrap()]),
             input_schema: call_member_schema(),
         };
         let answers = fence::render(&[

@@ -42,7 +42,7 @@ pub const CALL_MEMBER: &str = "call-member";
 pub const CALLEES_LEAD: &str = "Members you may call:";
 
 /// call-member's description, naming the members this one may call.
-pub fn call_member_description(callees: &[String]) -> String {
+pub fn call_member_description(callees: &[crate::ids::MemberName]) -> String {
     format!(
         "Give a task to another member of your formation and get its answer. State the \
          task in full: the member sees nothing else of yours. {CALLEES_LEAD} {}.",

@@ -17,9 +17,11 @@ struct Members {
 
 impl Members {
     fn new(callees: &[&str]) -> Arc<Self> {
+        let names: Vec<crate::ids::MemberName> =
+            callees.iter().map(|c| c.parse().unwrap()).collect();
         let callees: Vec<String> = callees.iter().map(|c| c.to_string()).collect();
         Arc::new(Members {
-            description: call_member_description(&callees),
+            description: call_member_description(&names),
             callees,
             seen: Mutex::new(Vec::new()),
         })

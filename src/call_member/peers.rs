@@ -19,6 +19,7 @@ use crate::catalogue::W_RUN_008;
 use crate::channel;
 use crate::credential::FormationToken;
 use crate::diag::Diagnostic;
+use crate::ids::MemberName;
 use crate::timing;
 
 /// `MURMUR_FORMATION_PEERS`: the components' list of virtual addresses.
@@ -45,9 +46,9 @@ pub enum Routed {
 /// A member's callees. Holds tokens: its `Debug` names the callees only.
 pub struct Peers {
     /// Roster order.
-    callees: Vec<String>,
-    tokens: HashMap<String, FormationToken>,
-    doors: watch::Sender<BTreeMap<String, Url>>,
+    callees: Vec<MemberName>,
+    tokens: HashMap<MemberName, FormationToken>,
+    doors: watch::Sender<BTreeMap<MemberName, Url>>,
     allow: RwLock<Vec<String>>,
     door_wait: Duration,
     pub(crate) client: reqwest::Client,
@@ -68,7 +69,7 @@ impl Peers {
     /// them (`channel::Credentials::tokens`). `allow`: the member's
     /// `capabilities.network.allow` (or empty until [`Peers::set_allow`]).
     pub fn new(
-        tokens: Vec<(String, FormationToken)>,
+        tokens: Vec<(MemberName, FormationToken)>,
         allow: Vec<String>,
     ) -> Result<Peers, reqwest::Error> {
         let client = crate::door::client()
@@ -103,7 +104,7 @@ impl Peers {
     }
 
     /// The members it may call, in roster order.
-    pub fn callees(&self) -> &[String] {
+    pub fn callees(&self) -> &[MemberName] {
         &self.callees
     }
 
@@ -117,7 +118,7 @@ impl Peers {
 
     /// Takes door URLs from a `doors` line. Names that are not callees, and URLs that
     /// do not parse as `http://`, are ignored.
-    pub fn add_doors(&self, doors: BTreeMap<String, String>) {
+    pub fn add_doors(&self, doors: BTreeMap<MemberName, String>) {
         self.doors.send_modify(|known| {
             for (name, url) in doors {
                 if !self.tokens.contains_key(&name) {
@@ -167,7 +168,7 @@ impl Peers {
     pub(crate) fn not_callable(&self, member: &str) -> CallError {
         CallError::NotCallable {
             member: member.chars().take(64).collect(),
-            callees: self.callees.clone(),
+            callees: self.callees.iter().map(MemberName::to_string).collect(),
         }
     }
 
@@ -346,7 +347,7 @@ mod tests {
 
     fn one_callee(allow: &[&str]) -> Peers {
         let tokens = vec![(
-            "coder".to_string(),
+            "coder".parse().unwrap(),
             FormationToken::from_secret("mft1.x.y".into()),
         )];
         Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect()).unwrap()
@@ -377,7 +378,7 @@ mod tests {
             passes_before_doors,
             "before the door is known"
         );
-        p.add_doors(BTreeMap::from([("coder".into(), DOOR.into())]));
+        p.add_doors(BTreeMap::from([("coder".parse().unwrap(), DOOR.into())]));
         let call = p.reach("coder").await;
         assert_eq!(call.is_ok(), call_gets_through, "{call:?}");
         assert_eq!(p.network_warning("planner").is_none(), call_gets_through);
@@ -423,7 +424,10 @@ mod tests {
         assert_eq!(Peers::new(vec![], vec![]).unwrap().peers_env(), None);
         let token = || FormationToken::from_secret("mft1.x.y".into());
         let p = Peers::new(
-            vec![("coder".into(), token()), ("reviewer".into(), token())],
+            vec![
+                ("coder".parse().unwrap(), token()),
+                ("reviewer".parse().unwrap(), token()),
+            ],
             vec![],
         )
         .unwrap();

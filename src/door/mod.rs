@@ -120,7 +120,7 @@ pub struct DeclaredToken {
 #[derive(Debug, Clone)]
 pub struct FormationMember {
     pub verify_key: VerifyKey,
-    pub member: String,
+    pub member: crate::ids::MemberName,
 }
 
 /// What the Agent Card says about the capsule.

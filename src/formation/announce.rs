@@ -31,7 +31,7 @@ pub enum Voice {
 /// One member once it is up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemberUp {
-    pub name: String,
+    pub name: crate::ids::MemberName,
     pub entry: bool,
     pub session_id: String,
     pub door: String,
@@ -220,7 +220,7 @@ fn announce(formation: &Formation, entry: &ReadinessLine) {
 pub fn banner(formation: &str, members: &[MemberUp], took: Duration) -> String {
     let width = members
         .iter()
-        .map(|m| m.name.len() + if m.entry { 8 } else { 0 })
+        .map(|m| m.name.as_str().len() + if m.entry { 8 } else { 0 })
         .max()
         .unwrap_or(0);
     let mut text = format!(
@@ -231,7 +231,7 @@ pub fn banner(formation: &str, members: &[MemberUp], took: Duration) -> String {
         let name = if m.entry {
             format!("{} (entry)", m.name)
         } else {
-            m.name.clone()
+            m.name.to_string()
         };
         text.push_str(&format!(
             "\n[mur run]   {name:<width$}  {}  {}",
@@ -277,7 +277,7 @@ pub async fn finish(
                 exit_code: None,
             });
             outcome.formation_id = Some(formation.id.clone());
-            outcome.member = entry.map(|m| m.name.clone());
+            outcome.member = entry.map(|m| m.name.to_string());
             outcome.exit_code = Some(exit_code);
             if let Ok(text) = serde_json::to_string(&outcome) {
                 output::stdout_line(text);
@@ -301,13 +301,13 @@ mod tests {
     fn the_banner_names_the_formation_and_every_member() {
         let members = [
             MemberUp {
-                name: "lead".into(),
+                name: "lead".parse().unwrap(),
                 entry: true,
                 session_id: "ses_1".into(),
                 door: "http://127.0.0.1:1".into(),
             },
             MemberUp {
-                name: "helper".into(),
+                name: "helper".parse().unwrap(),
                 entry: false,
                 session_id: "ses_2".into(),
                 door: "http://127.0.0.1:2".into(),

@@ -19,7 +19,11 @@ pub struct FormationDir {
 /// Makes `<formations>/` and `<formations>/<frm_id>/` owner-only and writes the
 /// marker into the latter. Refuses (E-RUN-045, nothing made) when the formation's
 /// directory already exists.
-pub fn create(formations: &Path, formation: &str, project_dir: &Path) -> Result<FormationDir> {
+pub fn create(
+    formations: &Path,
+    formation: &crate::ids::FormationId,
+    project_dir: &Path,
+) -> Result<FormationDir> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -32,7 +36,7 @@ pub fn create(formations: &Path, formation: &str, project_dir: &Path) -> Result<
     let marker_warning = Marker::for_this_launcher(project_dir)
         .write(&path)
         .err()
-        .map(|e| marker_warning(formation, &e.to_string()));
+        .map(|e| marker_warning(formation.as_str(), &e.to_string()));
     Ok(FormationDir {
         path,
         marker_warning,
@@ -75,6 +79,7 @@ fn refusal(path: &Path, why: &str) -> Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::FormationId;
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
@@ -84,7 +89,7 @@ mod tests {
     fn owner_only_dirs_and_marker_before_peers() {
         let tmp = tempfile::tempdir().unwrap();
         let formations = tmp.path().join("formations");
-        let dir = create(&formations, "frm_1", tmp.path()).unwrap();
+        let dir = create(&formations, &FormationId::mint(), tmp.path()).unwrap();
         assert!(dir.marker_warning.is_none());
         assert_eq!(mode(&formations), 0o700);
         assert_eq!(mode(&dir.path), 0o700);
@@ -97,12 +102,13 @@ mod tests {
     fn existing_paths_are_refused_with_e_run_045_naming_them() {
         let tmp = tempfile::tempdir().unwrap();
         let formations = tmp.path().join("formations");
-        std::fs::create_dir_all(formations.join("frm_1")).unwrap();
-        let err = create(&formations, "frm_1", tmp.path()).unwrap_err();
+        let taken = FormationId::mint();
+        std::fs::create_dir_all(formations.join(taken.as_str())).unwrap();
+        let err = create(&formations, &taken, tmp.path()).unwrap_err();
         assert_eq!(err.code, E_RUN_045);
-        assert!(err.message.contains("frm_1"), "{}", err.message);
+        assert!(err.message.contains(taken.as_str()), "{}", err.message);
 
-        let dir = create(&formations, "frm_2", tmp.path()).unwrap();
+        let dir = create(&formations, &FormationId::mint(), tmp.path()).unwrap();
         std::fs::create_dir(dir.path.join("coder")).unwrap();
         let err = create_peer(&dir.path, "coder").unwrap_err();
         assert_eq!(err.code, E_RUN_045);

@@ -21,6 +21,7 @@ use crate::diag::Diagnostic;
 pub use crate::formation::announce::Voice;
 use crate::formation::member::{self, Spec, Started};
 use crate::formation::{announce, dirs};
+use crate::ids::{MemberName, Sha256};
 use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
 use crate::retention::{self, Policy};
@@ -40,13 +41,13 @@ pub struct Plan {
 
 #[derive(Debug, Clone)]
 pub struct PlanMember {
-    pub name: String,
+    pub name: MemberName,
     pub capsule: String,
     pub version: String,
-    pub sha256: String,
+    pub sha256: Sha256,
     pub entry: bool,
     /// The members it may call, in roster order.
-    pub callees: Vec<String>,
+    pub callees: Vec<MemberName>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -135,7 +136,7 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
         signalled: false,
         forwarders: Forwarders::default(),
         progress: announce::Progress::start(
-            plan.members.iter().map(|m| m.name.clone()).collect(),
+            plan.members.iter().map(|m| m.name.to_string()).collect(),
             started,
         ),
     };
@@ -307,7 +308,7 @@ impl Launch<'_> {
         }
         for peer in &self.peers {
             self.workdirs
-                .push(dirs::create_peer(&dir.path, &peer.name).map_err(Halt::with)?);
+                .push(dirs::create_peer(&dir.path, peer.name.as_str()).map_err(Halt::with)?);
         }
         Ok(())
     }
@@ -379,13 +380,13 @@ impl Launch<'_> {
                     match result {
                         Ok(r) => {
                             tracing::info!("peer `{}` is up: session {} at {}", self.peers[index].name, r.session_id, r.door);
-                            self.progress.up(&self.peers[index].name);
+                            self.progress.up(self.peers[index].name.as_str());
                             ready[index] = Some((peer, r));
                         }
                         Err(why) => {
                             if failure.is_none() && interrupted.is_none() {
                                 let fell = deadline.is_some_and(|(d, _)| Instant::now() >= d);
-                                failure = Some(not_ready(&self.peers[index].name, &why, fell));
+                                failure = Some(not_ready(self.peers[index].name.as_str(), &why, fell));
                                 cancel.cancel();
                             }
                             pending.push(peer);
@@ -508,14 +509,14 @@ impl Launch<'_> {
     /// A member's channel's first line: who it is, and a token per callee.
     fn credentials(&self, m: &PlanMember, workdir: &Path) -> Line {
         Line::Credentials(Credentials {
-            formation: self.key.formation_id().to_string(),
+            formation: self.key.formation_id().clone(),
             member: m.name.clone(),
             entry: m.entry,
             verify_key: self.key.verify_key().key_text(),
             tokens: m
                 .callees
                 .iter()
-                .map(|to| (to.clone(), self.key.issue(&m.name, to)))
+                .map(|to| (to.clone(), self.key.issue(m.name.as_str(), to.as_str())))
                 .collect(),
             project_dir: self.plan.project_dir.clone(),
             workdir: workdir.to_path_buf(),
@@ -525,7 +526,7 @@ impl Launch<'_> {
     }
 
     /// A `doors` line: each callee's door URL (the callees are peers, never the entry).
-    fn doors_line(&self, callees: &[String]) -> Line {
+    fn doors_line(&self, callees: &[MemberName]) -> Line {
         Line::Doors {
             doors: callees
                 .iter()

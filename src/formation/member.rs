@@ -25,7 +25,7 @@ pub const HOST_WARNINGS_ENV: &str = crate::env::MURMUR_HOST_WARNINGS_REPORTED;
 /// What the launcher needs to start one member.
 #[derive(Debug, Clone)]
 pub struct Spec {
-    pub name: String,
+    pub name: crate::ids::MemberName,
     pub capsule: String,
     pub version: String,
     pub entry: bool,
@@ -37,7 +37,7 @@ pub struct Spec {
 
 /// A started member: its process, the launcher's end of its lifeline, and its channel.
 pub struct Started {
-    pub name: String,
+    pub name: crate::ids::MemberName,
     pub child: Child,
     pub lifeline: Lifeline,
     pub channel: channel::Writer,
@@ -59,7 +59,7 @@ pub fn program() -> PathBuf {
 pub fn start(
     program: &Path,
     spec: &Spec,
-    formation: &str,
+    formation: &crate::ids::FormationId,
     lines: &[channel::Line],
     cwd: &Path,
 ) -> std::io::Result<Started> {
@@ -82,7 +82,7 @@ pub fn start(
     cmd.arg("--json");
     cmd.args(&spec.extra_args)
         .current_dir(cwd)
-        .env(FORMATION_ID_ENV, formation)
+        .env(FORMATION_ID_ENV, formation.as_str())
         .env(channel::ENV, CHANNEL_FD.to_string())
         .env(lifeline::ENV, LIFELINE_FD.to_string())
         .env(HOST_WARNINGS_ENV, "1")

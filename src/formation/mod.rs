@@ -116,13 +116,9 @@ pub fn plan(admitted: &Admitted) -> launch::Plan {
                 name: m.name.clone(),
                 capsule: m.installed.name.clone(),
                 version: m.installed.version.clone(),
-                sha256: m.installed.sha256.to_string(),
+                sha256: m.installed.sha256.clone(),
                 entry: m.entry,
-                callees: admitted
-                    .callees(&m.name)
-                    .into_iter()
-                    .map(String::from)
-                    .collect(),
+                callees: admitted.callees(&m.name).into_iter().cloned().collect(),
             })
             .collect(),
         retain: *retain,

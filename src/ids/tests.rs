@@ -121,3 +121,10 @@ fn sha256_is_64_lowercase_hex() {
         assert_eq!(e.to_string(), format!("`{bad}` is not a sha256"));
     }
 }
+
+#[test]
+fn names_honour_width_and_alignment() {
+    let name: MemberName = "coder".parse().unwrap();
+    assert_eq!(format!("[{name:<7}]"), "[coder  ]");
+    assert_eq!(format!("[{name:>7}]"), "[  coder]");
+}

@@ -66,7 +66,7 @@ fn murmur_md_identity_names_the_roster_name_and_formation_only_in_one() {
         session_id: "ses_1".into(),
         capsule: "local/coder".into(),
         version: "1.2.0".into(),
-        roster_name: Some("back-end".into()),
+        roster_name: Some("back-end".parse().unwrap()),
         formation_id: Some("frm_9".into()),
     };
     let text = r.write_murmur_md(&id, Path::new("/w")).unwrap();
@@ -269,7 +269,7 @@ fn start_makes_the_directory_the_trace_and_murmur_md() {
         session_id: id.clone(),
         capsule: "local/coder".into(),
         version: "1.2.0".into(),
-        roster_name: Some("coder".into()),
+        roster_name: Some("coder".parse().unwrap()),
         formation_id: Some("frm_1".into()),
     };
     let info = StartInfo {

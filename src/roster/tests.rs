@@ -49,7 +49,7 @@ fn refused(text: &str, code: Code, line: usize, column: usize, needle: &str) -> 
 )]
 #[case::name_32_chars(
     format!("roster_version: 1\nmembers:\n  - {{name: a{}, capsule: s/a, version: '1', entry: true}}\n", "-9".repeat(15) + "x"),
-    |r: &Roster| assert_eq!(r.members[0].name.len(), 32)
+    |r: &Roster| assert_eq!(r.members[0].name.as_str().len(), 32)
 )]
 #[case::capsule_shared_by_two_members(
     "roster_version: 1\nmembers:\n  - {name: a, capsule: local/coder, version: '1', entry: true}\n  - {name: b, capsule: local/coder, version: '1'}\n".to_string(),

@@ -36,12 +36,12 @@ pub(crate) enum Place {
 /// `Debug`.
 pub(crate) struct Membership {
     pub formation_id: String,
-    pub name: String,
+    pub name: crate::ids::MemberName,
     pub entry: bool,
     pub verify_key: VerifyKey,
     pub project_dir: PathBuf,
     pub workdir: PathBuf,
-    pub artifact_sha256: String,
+    pub artifact_sha256: crate::ids::Sha256,
     pub deadline: Option<SystemTime>,
     /// The read end of its lifeline (a member always has one; the main loop takes it).
     pub lifeline: Option<OwnedFd>,

@@ -79,7 +79,7 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
     if let Some(m) = &member {
         m.peers
             .set_allow(capsule.manifest.capabilities.network.allow.clone());
-        if let Some(w) = m.peers.network_warning(&m.name) {
+        if let Some(w) = m.peers.network_warning(m.name.as_str()) {
             output::stderr_line(&w);
         }
     }
@@ -244,7 +244,7 @@ impl Stage<'_> {
                     capsule_name: self.capsule.manifest.name.clone(),
                     capsule_version: self.capsule.version.clone(),
                     description: self.capsule.manifest.description.clone(),
-                    roster_name: self.member.as_ref().map(|m| m.name.clone()),
+                    roster_name: self.member.as_ref().map(|m| m.name.to_string()),
                     instructions: self.capsule.instructions(),
                     murmur_md: Some(murmur_md),
                     capsule_block: matches!(

@@ -286,10 +286,12 @@ async fn a_token_for_another_door_is_refused_with_403() {
     tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
     // planner holds a token for coder only; file it under reviewer's door.
     let token = key.issue("planner", "coder");
-    let p =
-        mur::call_member::Peers::new(vec![("reviewer".into(), token)], vec!["localhost".into()])
-            .unwrap();
-    p.add_doors([("reviewer".to_string(), reviewer.url())].into());
+    let p = mur::call_member::Peers::new(
+        vec![("reviewer".parse().unwrap(), token)],
+        vec!["localhost".into()],
+    )
+    .unwrap();
+    p.add_doors([("reviewer".parse().unwrap(), reviewer.url())].into());
     let calls = calls("t1", Arc::new(p), None, fast());
     let out = calls.call("c1", "reviewer", "review it").await;
     assert!(out.is_error);
@@ -443,15 +445,18 @@ async fn a_door_url_arriving_late_is_waited_for() {
     tokio::spawn(hold_runner(work, Arc::new(Semaphore::new(0))));
     let token = key.issue("planner", "coder");
     let p = Arc::new(
-        mur::call_member::Peers::new(vec![("coder".into(), token)], vec!["localhost".into()])
-            .unwrap(),
+        mur::call_member::Peers::new(
+            vec![("coder".parse().unwrap(), token)],
+            vec!["localhost".into()],
+        )
+        .unwrap(),
     );
     let calls = calls("t1", p.clone(), None, fast());
     let pending = tokio::spawn({
         let calls = calls.clone();
         async move { calls.call("c1", "coder", "write it").await }
     });
-    p.add_doors([("coder".to_string(), coder.url())].into());
+    p.add_doors([("coder".parse().unwrap(), coder.url())].into());
     let out = pending.await.unwrap();
     assert!(!out.is_error, "{}", out.output);
     let answers = calls.wait_all(&cancel()).await;
@@ -459,9 +464,12 @@ async fn a_door_url_arriving_late_is_waited_for() {
 
     // Never arriving: a clear error after the wait.
     let token = key.issue("planner", "coder");
-    let p = mur::call_member::Peers::new(vec![("coder".into(), token)], vec!["localhost".into()])
-        .unwrap()
-        .with_door_wait(Duration::from_millis(50));
+    let p = mur::call_member::Peers::new(
+        vec![("coder".parse().unwrap(), token)],
+        vec!["localhost".into()],
+    )
+    .unwrap()
+    .with_door_wait(Duration::from_millis(50));
     let out = calls_for(p).call("c1", "coder", "x").await;
     assert_eq!(
         out.output,

@@ -37,7 +37,7 @@ async fn start(public: bool) -> Fixture {
     }];
     config.formation = Some(FormationMember {
         verify_key: key.verify_key(),
-        member: ME.into(),
+        member: ME.parse().unwrap(),
     });
     config.acceptance = Acceptance::Single;
     let refusals = Arc::new(Mutex::new(Vec::new()));

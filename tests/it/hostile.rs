@@ -139,7 +139,7 @@ fn bad_tokens(m: &Member) -> Vec<(String, String)> {
     let ours = m.l.formation();
     let forged = edit_piece(&theirs, 1, |p| {
         let s = String::from_utf8(p.clone()).unwrap();
-        *p = s.replace(other.formation_id(), &ours).into_bytes();
+        *p = s.replace(other.formation_id().as_str(), &ours).into_bytes();
     });
     out.push(("forged".into(), forged));
     out.push((

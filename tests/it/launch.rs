@@ -43,12 +43,12 @@ fn world(behaviours: &[(&str, &str)]) -> Rig {
 
 fn member(name: &str, entry: bool, callees: &[&str]) -> PlanMember {
     PlanMember {
-        name: name.into(),
+        name: name.parse().unwrap(),
         capsule: format!("local/{name}"),
         version: "0.1.0".into(),
-        sha256: "ab".repeat(32),
+        sha256: "ab".repeat(32).parse().unwrap(),
         entry,
-        callees: callees.iter().map(|c| c.to_string()).collect(),
+        callees: callees.iter().map(|c| c.parse().unwrap()).collect(),
     }
 }
 

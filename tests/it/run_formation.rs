@@ -285,7 +285,7 @@ fn bad_formation_environments_are_e_run_046(#[case] bad: Bad, #[case] says: &str
         Bad::ForeignToken => {
             let mut creds = l.credentials(&w, "coder", &[], &sha);
             // A token for the edge reviewer → tester, filed as this member's.
-            creds.tokens = vec![("tester".into(), l.key.issue("reviewer", "tester"))];
+            creds.tokens = vec![("tester".parse().unwrap(), l.key.issue("reviewer", "tester"))];
             l.send(creds);
             l.attach(&mut cmd, true);
         }

@@ -24,7 +24,7 @@ pub async fn door(key: &FormationKey, name: &str, acceptance: Acceptance) -> (Do
     config.accept_peer_tasks = true;
     config.formation = Some(FormationMember {
         verify_key: key.verify_key(),
-        member: name.into(),
+        member: name.parse().unwrap(),
     });
     config.acceptance = acceptance;
     Door::start(config).await.expect("door starts")
@@ -39,13 +39,13 @@ pub fn peers(
 ) -> Arc<Peers> {
     let tokens = callees
         .iter()
-        .map(|(to, _)| (to.to_string(), key.issue(from, to)))
+        .map(|(to, _)| (to.parse().unwrap(), key.issue(from, to)))
         .collect();
     let p = Peers::new(tokens, allow.iter().map(|s| s.to_string()).collect()).unwrap();
     p.add_doors(
         callees
             .iter()
-            .map(|(to, url)| (to.to_string(), url.to_string()))
+            .map(|(to, url)| (to.parse().unwrap(), url.to_string()))
             .collect::<BTreeMap<_, _>>(),
     );
     Arc::new(p)

@@ -69,7 +69,7 @@ pub async fn start(setup: Setup) -> Fixture {
     }];
     config.formation = setup.formation.then(|| FormationMember {
         verify_key: key.verify_key(),
-        member: ME.into(),
+        member: ME.parse().unwrap(),
     });
     config.acceptance = setup.acceptance;
     config.files_root = Some(files.path().to_path_buf());

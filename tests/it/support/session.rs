@@ -322,17 +322,17 @@ impl Launcher {
         sha256: &str,
     ) -> Credentials {
         Credentials {
-            formation: self.formation(),
-            member: name.into(),
+            formation: self.formation().parse().unwrap(),
+            member: name.parse().unwrap(),
             entry: false,
             verify_key: self.key.verify_key().key_text(),
             tokens: callees
                 .iter()
-                .map(|c| (c.to_string(), self.key.issue(name, c)))
+                .map(|c| (c.parse().unwrap(), self.key.issue(name, c)))
                 .collect(),
             project_dir: w.proj.clone(),
             workdir: w.proj.clone(),
-            artifact_sha256: sha256.into(),
+            artifact_sha256: sha256.parse().unwrap(),
             deadline_unix_ms: None,
         }
     }
