@@ -111,7 +111,7 @@ async fn call_member(iters: usize) -> Vec<Duration> {
     let mut out = Vec::with_capacity(iters);
     for i in 0..iters + 50 {
         let calls = Calls::new(CallsSpec {
-            task_id: format!("t{i}"),
+            task_id: format!("t{i}").into(),
             peers: peers.clone(),
             trace: None,
             trust: Trust::Trusted,

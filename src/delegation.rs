@@ -11,13 +11,13 @@
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
 use command_fds::{CommandFdExt, FdMapping};
 use tokio::io::AsyncReadExt;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::awaited::{Awaited, Pending};
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput, TurnEnd};
 use crate::catalogue::E_RUN_046;
 use crate::diag::{Diagnostic, Result};
@@ -102,26 +102,32 @@ struct Entry {
     delivered: bool,
 }
 
+impl Pending for Entry {
+    type Answer = Answer;
+    fn answer(&self) -> Option<&Answer> {
+        self.answer.as_ref()
+    }
+    fn delivered(&mut self) -> &mut bool {
+        &mut self.delivered
+    }
+}
+
 /// One task's delegations: its `delegate` tool and its turn end.
 pub struct Delegations {
     config: Arc<DelegationConfig>,
-    state: Mutex<Vec<Entry>>,
-    version: watch::Sender<u64>,
-    ended: CancellationToken,
+    calls: Awaited<Entry>,
 }
 
 impl Delegations {
     pub fn new(config: Arc<DelegationConfig>) -> Arc<Delegations> {
         Arc::new(Delegations {
             config,
-            state: Mutex::new(Vec::new()),
-            version: watch::Sender::new(0),
-            ended: CancellationToken::new(),
+            calls: Awaited::new(),
         })
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.calls.lock()
     }
 
     /// The tool for this task.
@@ -151,7 +157,7 @@ impl Delegations {
                 self.config.allow.join(", ")
             ));
         }
-        if self.ended.is_cancelled() {
+        if self.calls.ended().is_cancelled() {
             return ToolOutput::error("the delegating task has ended; nothing was started");
         }
         let idx = {
@@ -275,47 +281,25 @@ impl Delegations {
             });
         }
         drop(st);
-        self.version.send_modify(|v| *v += 1);
+        self.calls.changed();
     }
 
     /// Whether an answer is still owed to the task.
     pub fn owed(&self) -> bool {
-        self.lock().iter().any(|e| !e.delivered)
+        self.calls.owed()
     }
 
     /// Waits for every answer not yet delivered; returns them in call order. Returns
     /// what has arrived when `cancel` fires or the task ended.
     pub async fn wait_all(&self, cancel: &CancellationToken) -> Vec<Answer> {
-        let mut rx = self.version.subscribe();
-        loop {
-            let stop = cancel.is_cancelled() || self.ended.is_cancelled();
-            {
-                let mut st = self.lock();
-                if stop || st.iter().all(|e| e.delivered || e.answer.is_some()) {
-                    return st
-                        .iter_mut()
-                        .filter(|e| !e.delivered)
-                        .filter_map(|e| {
-                            let a = e.answer.clone()?;
-                            e.delivered = true;
-                            Some(a)
-                        })
-                        .collect();
-                }
-            }
-            tokio::select! {
-                _ = rx.changed() => {}
-                () = cancel.cancelled() => {}
-                () = self.ended.cancelled() => {}
-            }
-        }
+        self.calls.wait_all(cancel).await
     }
 
     /// Cancels every live delegation: closes its spawner lifeline, so the child winds
     /// down as a closed lifeline makes it; a child still running 25 s (scaled) later
     /// is killed, with everything below it. Returns once every child is gone.
     pub async fn cancel_live(&self) {
-        self.ended.cancel();
+        self.calls.ended().cancel();
         let live: Vec<u32> = {
             let mut st = self.lock();
             st.iter_mut()
@@ -328,7 +312,7 @@ impl Delegations {
         if live.is_empty() {
             return;
         }
-        let mut rx = self.version.subscribe();
+        let mut rx = self.calls.subscribe();
         let grace = crate::timing::scaled(crate::timing::WIND_DOWN_KILL);
         let all_gone = async {
             while self.lock().iter().any(|e| e.pid.is_some()) {

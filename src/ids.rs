@@ -4,6 +4,12 @@
 //!
 //! Session and formation ids are `ses_`/`frm_` and a UUIDv7 in lowercase hex without
 //! dashes: they sort by the time they were minted, and carry that time.
+//!
+//! Each travels as its type from where it is read to where it is used: a member's
+//! name from the roster through admission, the launch plan, the channel's credentials,
+//! `Peers`, the door and the running records; a formation id from its key to the
+//! formation directory and the member's environment. A2A task ids are opaque strings
+//! on the wire, so `a2a::TaskId` (beside the A2A types) wraps without checking.
 
 use std::fmt;
 use std::str::FromStr;

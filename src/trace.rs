@@ -60,7 +60,7 @@ pub enum Event {
     },
     /// The door accepted a task.
     A2aTaskReceived {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_id: Option<String>,
         /// Who sent it: `operator`, `env:<NAME>`, `member:<name>` or `public`.
@@ -86,7 +86,7 @@ pub enum Event {
     },
     /// A task moved from one state to another.
     TaskState {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         /// Absent for a task's first state.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         from: Option<RecordedState>,
@@ -96,7 +96,7 @@ pub enum Event {
     },
     /// One call to the model (one transport turn).
     InferenceTurn {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         /// 1 for the first turn since the task's latest message.
         turn: u32,
         /// `builtin`, `http` or `process`.
@@ -110,7 +110,7 @@ pub enum Event {
     },
     /// The agent runs a tool the model asked for.
     ToolCall {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         turn: u32,
         call_id: String,
         tool: String,
@@ -118,7 +118,7 @@ pub enum Event {
     },
     /// What a tool returned.
     ToolResult {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         call_id: String,
         tool: String,
         is_error: bool,
@@ -128,18 +128,18 @@ pub enum Event {
     },
     /// call-member handed a task to another member of the formation.
     MemberCall {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         call_id: String,
         member: String,
         /// The task id the member's door gave the call, once it holds it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        member_task_id: Option<String>,
+        member_task_id: Option<crate::a2a::TaskId>,
         text: String,
     },
     /// call-member offered a task to a member that was busy (`-32050`): one record per
     /// refused offer. The offer it takes is the `member_call` record.
     MemberOffer {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         call_id: String,
         member: String,
         /// 1 for the call itself, then one more for each offer the runtime repeats.
@@ -150,11 +150,11 @@ pub enum Event {
     },
     /// A called member's task ended, and its answer came back.
     MemberAnswer {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         call_id: String,
         member: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        member_task_id: Option<String>,
+        member_task_id: Option<crate::a2a::TaskId>,
         /// The member task's final state.
         state: RecordedState,
         text: String,
@@ -163,7 +163,7 @@ pub enum Event {
     FormationEnded { formation_id: String },
     /// One try of one `transport: http` turn: a turn that is retried has several.
     ModelRequest {
-        task_id: String,
+        task_id: crate::a2a::TaskId,
         /// 1 for the turn's first try.
         attempt: u32,
         /// How the try ended: `answered`, `retrying` or `failed`.

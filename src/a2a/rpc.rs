@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::types::{Message, Object, Task, TaskState};
+use super::types::{Message, Object, Task, TaskId, TaskState};
 
 pub const SEND_MESSAGE: &str = "SendMessage";
 pub const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
@@ -221,7 +221,7 @@ pub enum SendMessageResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
-    pub id: String,
+    pub id: TaskId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,7 +232,7 @@ pub struct GetTaskRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskIdRequest {
-    pub id: String,
+    pub id: TaskId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Object>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

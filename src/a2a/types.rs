@@ -109,7 +109,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     pub role: Role,
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,7 +192,7 @@ impl Artifact {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
-    pub id: String,
+    pub id: TaskId,
     #[serde(default)]
     pub context_id: String,
     pub status: TaskStatus,
@@ -209,7 +209,7 @@ pub struct Task {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub context_id: String,
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -220,7 +220,7 @@ pub struct TaskStatusUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub context_id: String,
     pub artifact: Artifact,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -331,6 +331,61 @@ pub struct SecurityRequirement {
 pub struct StringList {
     #[serde(default)]
     pub list: Vec<String>,
+}
+
+/// A task's id. The door mints it (`tsk_` and a UUIDv7, [`TaskId::mint`]); a client
+/// hands it back to name a task, so on the wire it is any string, checked only by
+/// being found. A type of its own so that it is never taken for a context, message
+/// or artifact id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// A new task id, later in order than every one minted before it.
+    pub fn mint() -> TaskId {
+        TaskId(new_id("tsk"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for TaskId {
+    fn from(s: String) -> TaskId {
+        TaskId(s)
+    }
+}
+
+impl From<&str> for TaskId {
+    fn from(s: &str) -> TaskId {
+        TaskId(s.to_string())
+    }
+}
+
+impl std::fmt::Display for TaskId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&self.0)
+    }
+}
+
+impl std::borrow::Borrow<str> for TaskId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for TaskId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for TaskId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
 }
 
 /// `<prefix>_` followed by a UUIDv7 in lowercase hex without dashes: sortable by

@@ -13,7 +13,7 @@ use crate::trace::{Event, ReplyKind, TraceWriter};
 /// What one task's agent is made of.
 pub struct AgentSpec {
     /// The A2A task id; named by every trace record the loop writes.
-    pub task_id: String,
+    pub task_id: crate::a2a::TaskId,
     /// See [`super::system_prompt`].
     pub system: String,
     /// `inference.max_turns`: how many turns each [`Agent::send`] may take.

@@ -10,6 +10,7 @@
 //! ```
 
 mod artifact;
+pub(crate) mod awaited;
 pub mod builtin;
 mod config;
 pub mod http;
@@ -144,7 +145,7 @@ pub trait Tool: Send + Sync {
 /// Everything the transport sees on a turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Conversation {
-    pub task_id: String,
+    pub task_id: crate::a2a::TaskId,
     pub system: String,
     pub tools: Vec<ToolSpec>,
     pub messages: Vec<Message>,

@@ -1,9 +1,8 @@
 //! `Calls`: every call one task made, the background offers to busy members, the
 //! answers as they arrive, and the wait for them at the end of a turn.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -11,13 +10,14 @@ use super::client::{DoorClient, Sent, answer_text};
 use super::fence::{self, Answer};
 use super::{CallConfig, Peers, Trust};
 use crate::a2a;
+use crate::agent::awaited::{Awaited, Pending};
 use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
 use crate::trace::{Event, RecordedState, TraceWriter};
 
 /// What `Calls::new` needs; the session fills it in for each task.
 pub struct CallsSpec {
     /// The calling task's id (named by every trace record).
-    pub task_id: String,
+    pub task_id: crate::a2a::TaskId,
     pub peers: Arc<Peers>,
     /// Where member_call, member_offer and member_answer records go.
     pub trace: Option<Arc<TraceWriter>>,
@@ -31,11 +31,9 @@ pub struct CallsSpec {
 /// One task's calls. Shared by its `CallMember` tool and its agent loop.
 pub struct Calls {
     spec: CallsSpec,
-    state: Mutex<Vec<Entry>>,
-    /// Bumped whenever an answer arrives.
-    version: watch::Sender<u64>,
-    /// Fires when the calling task has ended: offers and answer watchers stop.
-    ended: CancellationToken,
+    /// Its calls; their end fires when the calling task has ended, and offers and
+    /// answer watchers stop.
+    calls: Awaited<Entry>,
 }
 
 impl std::fmt::Debug for Calls {
@@ -52,18 +50,26 @@ impl std::fmt::Debug for Calls {
 struct Entry {
     call_id: String,
     member: String,
-    member_task_id: Option<String>,
+    member_task_id: Option<crate::a2a::TaskId>,
     answer: Option<Answer>,
     delivered: bool,
+}
+
+impl Pending for Entry {
+    type Answer = Answer;
+    fn answer(&self) -> Option<&Answer> {
+        self.answer.as_ref()
+    }
+    fn delivered(&mut self) -> &mut bool {
+        &mut self.delivered
+    }
 }
 
 impl Calls {
     pub fn new(spec: CallsSpec) -> Arc<Calls> {
         Arc::new(Calls {
             spec,
-            state: Mutex::new(Vec::new()),
-            version: watch::Sender::new(0),
-            ended: CancellationToken::new(),
+            calls: Awaited::new(),
         })
     }
 
@@ -72,7 +78,7 @@ impl Calls {
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.calls.lock()
     }
 
     fn record(&self, event: Event) {
@@ -100,7 +106,7 @@ impl Calls {
         if !peers.may_call(member) {
             return ToolOutput::error(peers.not_callable(member).to_string());
         }
-        if self.ended.is_cancelled() {
+        if self.calls.ended().is_cancelled() {
             return ToolOutput::error("the calling task has ended; the call was not made");
         }
         let url = match peers.reach(member).await {
@@ -165,7 +171,12 @@ impl Calls {
         }
     }
 
-    fn push(&self, call_id: &str, member: &str, member_task_id: Option<String>) -> usize {
+    fn push(
+        &self,
+        call_id: &str,
+        member: &str,
+        member_task_id: Option<crate::a2a::TaskId>,
+    ) -> usize {
         let mut st = self.lock();
         st.push(Entry {
             call_id: call_id.to_string(),
@@ -203,17 +214,23 @@ impl Calls {
             state: answer.state,
             text: answer.text,
         });
-        self.version.send_modify(|v| *v += 1);
+        self.calls.changed();
     }
 
     /// Follows a task the member took until it ends, and settles the call with it.
-    async fn watch(self: Arc<Self>, idx: usize, member: &str, url: reqwest::Url, id: String) {
+    async fn watch(
+        self: Arc<Self>,
+        idx: usize,
+        member: &str,
+        url: reqwest::Url,
+        id: crate::a2a::TaskId,
+    ) {
         let Some(door) = self.client(member, url) else {
             return;
         };
         let result = tokio::select! {
             r = door.wait_end(&id) => r,
-            () = self.ended.cancelled() => return,
+            () = self.calls.ended().cancelled() => return,
         };
         match result {
             Ok(task) if task.status.state.is_interrupted() => {
@@ -259,7 +276,7 @@ impl Calls {
             let wake = (Instant::now() + pause).min(deadline);
             tokio::select! {
                 () = tokio::time::sleep_until(wake) => {}
-                () = self.ended.cancelled() => return,
+                () = self.calls.ended().cancelled() => return,
             }
             if Instant::now() >= deadline {
                 let waited = config.deadline.as_secs_f32();
@@ -288,7 +305,7 @@ impl Calls {
                     if let Some(e) = self.lock().get_mut(idx) {
                         e.member_task_id = Some(id.clone());
                     }
-                    if self.ended.is_cancelled() {
+                    if self.calls.ended().is_cancelled() {
                         let _ = door.cancel(&id).await;
                         self.settle(
                             idx,
@@ -332,50 +349,27 @@ impl Calls {
     /// Whether an answer is still owed to the task (a call it has not been given the
     /// answer of).
     pub fn owed(&self) -> bool {
-        self.lock().iter().any(|e| !e.delivered)
+        self.calls.owed()
     }
 
     /// Waits for the answer to every call not yet answered into the task, and returns
     /// them in the order the calls were made (each once). Returns what has arrived
     /// when `cancel` fires or the task has ended.
     pub async fn wait_all(&self, cancel: &CancellationToken) -> Vec<Answer> {
-        let mut rx = self.version.subscribe();
-        loop {
-            let stop = cancel.is_cancelled() || self.ended.is_cancelled();
-            {
-                let mut st = self.lock();
-                let complete = st.iter().all(|e| e.delivered || e.answer.is_some());
-                if complete || stop {
-                    return st
-                        .iter_mut()
-                        .filter(|e| !e.delivered)
-                        .filter_map(|e| {
-                            let answer = e.answer.clone()?;
-                            e.delivered = true;
-                            Some(answer)
-                        })
-                        .collect();
-                }
-            }
-            tokio::select! {
-                _ = rx.changed() => {}
-                () = cancel.cancelled() => {}
-                () = self.ended.cancelled() => {}
-            }
-        }
+        self.calls.wait_all(cancel).await
     }
 
     /// The calling task ended: stop offering and following. A task a busy member
     /// takes from an offer already on the wire is canceled.
     pub fn end(&self) {
-        self.ended.cancel();
+        self.calls.ended().cancel();
     }
 
     /// The calling task was canceled: [`Calls::end`], then CancelTask for every task a
     /// member holds for it and has not answered (its live delegations).
     pub async fn cancel_live(&self) {
         self.end();
-        let live: Vec<(usize, String, String)> = self
+        let live: Vec<(usize, String, crate::a2a::TaskId)> = self
             .lock()
             .iter()
             .enumerate()

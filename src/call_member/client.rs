@@ -27,7 +27,7 @@ pub(crate) struct DoorClient<'a> {
 /// How a SendMessage went.
 pub(crate) enum Sent {
     /// The door holds the task: its id.
-    Taken(String),
+    Taken(a2a::TaskId),
     /// `-32050`: the member holds all the tasks it takes at once.
     Busy,
 }
@@ -88,7 +88,7 @@ impl DoorClient<'_> {
         let params = json!({"message": message, "configuration": {"returnImmediately": true}});
         match self.rpc(a2a::SEND_MESSAGE, params).await {
             Ok(result) => match result["task"]["id"].as_str() {
-                Some(id) => Ok(Sent::Taken(id.to_string())),
+                Some(id) => Ok(Sent::Taken(id.into())),
                 None => Err(CallError::Rpc {
                     member: self.member.to_string(),
                     code: 0,
@@ -100,7 +100,7 @@ impl DoorClient<'_> {
         }
     }
 
-    pub(super) async fn get(&self, id: &str) -> Result<Task, CallError> {
+    pub(super) async fn get(&self, id: &a2a::TaskId) -> Result<Task, CallError> {
         let result = self.rpc(a2a::GET_TASK, json!({"id": id})).await?;
         serde_json::from_value(result).map_err(|e| CallError::Rpc {
             member: self.member.to_string(),
@@ -109,7 +109,7 @@ impl DoorClient<'_> {
         })
     }
 
-    pub(super) async fn cancel(&self, id: &str) -> Result<(), CallError> {
+    pub(super) async fn cancel(&self, id: &a2a::TaskId) -> Result<(), CallError> {
         self.rpc(a2a::CANCEL_TASK, json!({"id": id}))
             .await
             .map(|_| ())
@@ -119,7 +119,7 @@ impl DoorClient<'_> {
     /// returns it as GetTask shows it then (artifacts included). Follows it with
     /// SubscribeToTask; a stream that breaks is followed by GetTask, polled with
     /// backoff, and subscribed again.
-    pub(super) async fn wait_end(&self, id: &str) -> Result<Task, CallError> {
+    pub(super) async fn wait_end(&self, id: &a2a::TaskId) -> Result<Task, CallError> {
         let mut pause = Duration::from_millis(50);
         loop {
             self.follow(id).await;
@@ -135,7 +135,7 @@ impl DoorClient<'_> {
 
     /// Reads SubscribeToTask's events until one shows the task terminal or
     /// interrupted, or the stream ends or fails (the caller then asks GetTask).
-    async fn follow(&self, id: &str) {
+    async fn follow(&self, id: &a2a::TaskId) {
         let Ok(resp) = self
             .post(a2a::SUBSCRIBE_TO_TASK, json!({"id": id}))
             .send()

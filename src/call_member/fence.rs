@@ -26,7 +26,7 @@ pub struct Answer {
     pub call_id: String,
     pub member: String,
     /// The task id the member's door gave the call; `None` when it never took it.
-    pub member_task_id: Option<String>,
+    pub member_task_id: Option<crate::a2a::TaskId>,
     /// The member task's final state (`failed` also for a call that never reached it).
     pub state: RecordedState,
     /// The member's message and text artifacts, or why there is no answer.

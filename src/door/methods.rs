@@ -118,7 +118,7 @@ async fn send_message(
     let (task_id, mut state) = if req.message.task_id.is_some() {
         // A reply to a task waiting for input.
         let (handle, state) = s.store.reply(&caller, req.message)?;
-        (handle.id().to_string(), state)
+        (handle.id().clone(), state)
     } else {
         let created = s.store.create(caller.clone(), req.message.clone())?;
         let task_id = created.snapshot.id.clone();

@@ -252,7 +252,7 @@ impl DoorConfig {
 
 /// A task the door accepted, for the session to run.
 pub struct Work {
-    pub task_id: String,
+    pub task_id: crate::a2a::TaskId,
     pub context_id: String,
     /// The caller's message (with `taskId` and `contextId` filled in).
     pub message: Message,

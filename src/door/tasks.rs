@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::Credential;
 use crate::a2a::{
     Artifact, ListTasksRequest, ListTasksResponse, Message, Role, RpcError, StreamResponse, Task,
-    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, new_id, time,
+    TaskArtifactUpdateEvent, TaskId, TaskState, TaskStatus, TaskStatusUpdateEvent, new_id, time,
 };
 
 /// Events a task stream may fall behind by before it is resynchronised.
@@ -42,9 +42,9 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    tasks: HashMap<String, Entry>,
+    tasks: HashMap<TaskId, Entry>,
     /// Tasks by the revision of their last status change: newest last.
-    by_rev: BTreeMap<u64, String>,
+    by_rev: BTreeMap<u64, TaskId>,
     next_rev: u64,
     /// Non-terminal tasks.
     held: u32,
@@ -70,7 +70,7 @@ struct Entry {
 /// The task has already ended (terminal state); nothing more is recorded for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("task {0} has already ended")]
-pub struct TaskEnded(pub String);
+pub struct TaskEnded(pub TaskId);
 
 /// A newly accepted task, with what the door needs to follow it.
 pub(crate) struct Created {
@@ -104,7 +104,7 @@ impl TaskStore {
             return;
         }
         let batch = (max / 10).max(1);
-        let victims: Vec<(u64, String)> = state
+        let victims: Vec<(u64, TaskId)> = state
             .by_rev
             .iter()
             .filter(|(_, id)| state.tasks[*id].task.status.state.is_terminal())
@@ -125,14 +125,14 @@ impl TaskStore {
 
     /// The handle of a task, for the session (any task, whoever started it); `None`
     /// once every handle of it is gone (the task has then ended).
-    pub fn handle(&self, task_id: &str) -> Option<TaskHandle> {
+    pub fn handle(&self, task_id: &TaskId) -> Option<TaskHandle> {
         let state = self.lock();
         let inner = state.tasks.get(task_id)?.handle.upgrade()?;
         Some(TaskHandle { inner })
     }
 
     /// A task's current state, whoever started it (for the session).
-    pub fn snapshot(&self, task_id: &str) -> Option<Task> {
+    pub fn snapshot(&self, task_id: &TaskId) -> Option<Task> {
         self.lock().tasks.get(task_id).map(|e| e.task.clone())
     }
 
@@ -149,7 +149,7 @@ impl TaskStore {
     /// Cancels every live task (session wind-down): each ends CANCELED with `reason`.
     pub fn cancel_all(&self, reason: &str) {
         let mut state = self.lock();
-        let ids: Vec<String> = state
+        let ids: Vec<TaskId> = state
             .tasks
             .iter()
             .filter(|(_, e)| !e.task.status.state.is_terminal())
@@ -189,7 +189,7 @@ impl TaskStore {
             return Err(RpcError::busy(self.shared.holds));
         }
         self.evict(&mut state);
-        let id = new_id("tsk");
+        let id = TaskId::mint();
         let context_id = message.context_id.clone().unwrap_or_else(|| new_id("ctx"));
         message.task_id = Some(id.clone());
         message.context_id = Some(context_id.clone());
@@ -239,14 +239,14 @@ impl TaskStore {
     }
 
     /// Marks a task that could not be handed to the session as failed.
-    pub(crate) fn fail_unhanded(&self, id: &str) {
+    pub(crate) fn fail_unhanded(&self, id: &TaskId) {
         let mut state = self.lock();
         let msg = Message::text(Role::Agent, "the session is not taking tasks");
         set_status(&mut state, id, TaskState::Failed, Some(msg));
     }
 
     /// A task the caller may see, or `-32001`.
-    pub(crate) fn get(&self, caller: &Credential, id: &str) -> Result<Task, RpcError> {
+    pub(crate) fn get(&self, caller: &Credential, id: &TaskId) -> Result<Task, RpcError> {
         let state = self.lock();
         visible(&state, caller, id).map(|e| e.task.clone())
     }
@@ -255,7 +255,7 @@ impl TaskStore {
     pub(crate) fn subscribe(
         &self,
         caller: &Credential,
-        id: &str,
+        id: &TaskId,
     ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
         let mut state = self.lock();
         visible(&state, caller, id)?;
@@ -275,7 +275,7 @@ impl TaskStore {
 
     /// Cancels a live task the caller may see. Cancelling a CANCELED task again
     /// returns it unchanged; other terminal states are `-32002`.
-    pub(crate) fn cancel(&self, caller: &Credential, id: &str) -> Result<Task, RpcError> {
+    pub(crate) fn cancel(&self, caller: &Credential, id: &TaskId) -> Result<Task, RpcError> {
         let mut state = self.lock();
         let entry = visible(&state, caller, id)?;
         match entry.task.status.state {
@@ -300,7 +300,7 @@ impl TaskStore {
         caller: &Credential,
         mut message: Message,
     ) -> Result<(TaskHandle, watch::Receiver<TaskState>), RpcError> {
-        let id = message.task_id.clone().unwrap_or_default();
+        let id = message.task_id.clone().unwrap_or_else(|| TaskId::from(""));
         let mut state = self.lock();
         let entry = visible(&state, caller, &id)?;
         if let Some(ctx) = &message.context_id
@@ -435,7 +435,7 @@ pub(crate) fn trim_history(mut task: Task, n: Option<u32>) -> Task {
     task
 }
 
-fn visible<'a>(state: &'a State, caller: &Credential, id: &str) -> Result<&'a Entry, RpcError> {
+fn visible<'a>(state: &'a State, caller: &Credential, id: &TaskId) -> Result<&'a Entry, RpcError> {
     match state.tasks.get(id) {
         Some(e) if caller.sees(&e.owner) => Ok(e),
         _ => Err(RpcError::task_not_found()),
@@ -443,7 +443,7 @@ fn visible<'a>(state: &'a State, caller: &Credential, id: &str) -> Result<&'a En
 }
 
 /// Records a status change and publishes it. Ignored once the task is terminal.
-fn set_status(state: &mut State, id: &str, new: TaskState, message: Option<Message>) -> bool {
+fn set_status(state: &mut State, id: &TaskId, new: TaskState, message: Option<Message>) -> bool {
     let rev = state.next_rev;
     let Some(entry) = state.tasks.get_mut(id) else {
         return false;
@@ -468,7 +468,7 @@ fn set_status(state: &mut State, id: &str, new: TaskState, message: Option<Messa
     entry.state.send_replace(new);
     if let Some(events) = &entry.events {
         let _ = events.send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id: id.to_string(),
+            task_id: id.clone(),
             context_id: entry.task.context_id.clone(),
             status: entry.task.status.clone(),
             metadata: None,
@@ -481,7 +481,7 @@ fn set_status(state: &mut State, id: &str, new: TaskState, message: Option<Messa
     }
     state.next_rev += 1;
     state.by_rev.remove(&old_rev);
-    state.by_rev.insert(rev, id.to_string());
+    state.by_rev.insert(rev, id.clone());
     true
 }
 
@@ -499,7 +499,7 @@ pub struct TaskHandle {
 
 struct HandleInner {
     store: TaskStore,
-    id: String,
+    id: TaskId,
     context_id: String,
     cancel: CancellationToken,
 }
@@ -516,7 +516,7 @@ impl Drop for HandleInner {
 }
 
 impl TaskHandle {
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &TaskId {
         &self.inner.id
     }
 
@@ -658,7 +658,7 @@ mod tests {
         for _ in 0..25 {
             let c = store.create(Credential::Operator, msg()).unwrap();
             c.handle.complete("done").unwrap();
-            ids.push(c.handle.id().to_string());
+            ids.push(c.handle.id().clone());
         }
         assert!(store.lock().tasks.len() <= 10);
         assert!(store.snapshot(&ids[0]).is_none());
@@ -677,7 +677,7 @@ mod tests {
         let c = store
             .create(Credential::Operator, Message::text(Role::User, "x"))
             .unwrap();
-        let id = c.handle.id().to_string();
+        let id = c.handle.id().clone();
         let again = store.handle(&id).expect("a live handle");
         drop(c);
         assert_eq!(
@@ -696,7 +696,7 @@ mod tests {
         let c = store
             .create(Credential::Operator, Message::text(Role::User, "x"))
             .unwrap();
-        let id = c.handle.id().to_string();
+        let id = c.handle.id().clone();
         assert!(
             store.lock().tasks[&id].events.is_none(),
             "no buffer until someone streams the task"

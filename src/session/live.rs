@@ -34,7 +34,7 @@ pub(super) struct Live {
     /// How the `--task` task's end is reported on stdout.
     pub(super) report: Report,
     /// The `--task` task, until its end was reported.
-    pub(super) first_task: Option<String>,
+    pub(super) first_task: Option<crate::a2a::TaskId>,
 }
 
 /// How the end of the `--task` task is reported on stdout.
@@ -283,8 +283,12 @@ impl Live {
             }
             Report::Text => {}
             Report::Json => {
-                let line =
-                    crate::readiness::OutcomeLine::task(&self.session_id, &task_id, state, text);
+                let line = crate::readiness::OutcomeLine::task(
+                    &self.session_id,
+                    task_id.as_str(),
+                    state,
+                    text,
+                );
                 if let Ok(json) = serde_json::to_string(&line) {
                     output::stdout_line(json);
                 }

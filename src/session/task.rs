@@ -64,13 +64,13 @@ impl TaskEnv {
 
     fn state(
         &self,
-        task_id: &str,
+        task_id: &crate::a2a::TaskId,
         from: Option<RecordedState>,
         to: RecordedState,
         reason: Option<String>,
     ) {
         self.record(Event::TaskState {
-            task_id: task_id.to_string(),
+            task_id: task_id.clone(),
             from,
             to,
             reason,
@@ -158,7 +158,7 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     // The capsule's WASM tools, and its before_tool/after_tool hooks around every tool.
     if let Some(host) = &env.components {
         tools.extend(host.tools(work.trust).await);
-        tools = host.hooked(&task_id, tools);
+        tools = host.hooked(task_id.as_str(), tools);
     }
     let mut agent = Agent::new(AgentSpec {
         task_id: task_id.clone(),
@@ -309,7 +309,7 @@ fn partial_output(env: &Arc<TaskEnv>, handle: &TaskHandle) -> agent::Progress {
         drop(s);
         if let Some(events) = &events {
             let event = a2a::StreamResponse::ArtifactUpdate(a2a::TaskArtifactUpdateEvent {
-                task_id: handle.id().to_string(),
+                task_id: handle.id().clone(),
                 context_id: handle.context_id().to_string(),
                 artifact: artifact.clone(),
                 append,

@@ -398,7 +398,7 @@ fn concurrent_writers_never_interleave_lines() {
             std::thread::spawn(move || {
                 for i in 0..50 {
                     w.write(Event::ToolResult {
-                        task_id: format!("t{t}"),
+                        task_id: format!("t{t}").into(),
                         call_id: format!("c{i}"),
                         tool: "x".into(),
                         is_error: false,

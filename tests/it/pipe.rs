@@ -267,7 +267,7 @@ fn long_trace(w: &World, session_id: &str, records: usize) {
     for i in 0..records {
         trace
             .write(Event::TaskState {
-                task_id: format!("task-{i}"),
+                task_id: format!("task-{i}").into(),
                 from: None,
                 to: RecordedState::Submitted,
                 reason: None,

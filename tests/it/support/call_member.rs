@@ -135,14 +135,14 @@ pub async fn agent_runner(
         // The door computed the task's class; its calls stamp it on.
         let calls = peers.clone().map(|p| {
             calls_as(
-                &w.task_id,
+                w.task_id.as_str(),
                 p,
                 Some(trace.clone()),
                 CallConfig::default(),
                 w.trust,
             )
         });
-        let mut agent = agent(&w.task_id, 8, calls, Some(trace.clone()));
+        let mut agent = agent(w.task_id.as_str(), 8, calls, Some(trace.clone()));
         match agent.send(&text, &w.cancel).await {
             Outcome::Completed { message, .. } => {
                 let _ = w.handle.complete(message.unwrap_or_default());
