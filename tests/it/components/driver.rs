@@ -230,3 +230,31 @@ async fn a_driver_may_not_reach_a_host_network_allow_does_not_list() {
     assert!(error.contains("network.allow"), "{error}");
     assert_no_key_under(&w.home);
 }
+
+#[test]
+fn a_driver_that_is_not_a_driver_component_refuses_the_start_and_the_install() {
+    let w = World::new();
+    let dir = example(&w, "http://127.0.0.1:9", "localhost");
+    // A tool component where the driver should be.
+    std::fs::copy(guest("tool-echo"), dir.join("driver/anthropic.wasm")).unwrap();
+    for args in [&["run", "--task", "x"][..], &["install", "."][..]] {
+        let out = w
+            .mur_in(&dir)
+            .args(args)
+            .env("ANTHROPIC_API_KEY", KEY)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("E-CMP-002")
+                && stderr.contains("model driver")
+                && stderr.contains("driver/anthropic.wasm"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // E-AGT-002 (drivers refused) is retired.
+    let explain = w.mur().args(["explain", "E-AGT-002"]).output().unwrap();
+    assert_eq!(explain.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&explain.stderr).contains("no code `E-AGT-002`"));
+}
