@@ -56,7 +56,9 @@ pub fn parse(url: &str) -> Result<Request<'_>, String> {
 
 /// Sends the request; the status and body, or why it failed.
 pub fn send(req: &Request) -> Result<(u16, String), String> {
-    fetch(req).map(|r| (r.status, r.body)).map_err(|e| e.to_string())
+    fetch(req)
+        .map(|r| (r.status, r.body))
+        .map_err(|e| e.to_string())
 }
 
 /// Why a request got no response.

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Failure;
 use super::super::{BoxFuture, Conversation, Reply, ToolCall};
+use super::Failure;
 use crate::agent::HttpConfig;
 use crate::trace::Usage;
 
@@ -133,7 +133,9 @@ mod tests {
                 "stop_reason":"tool_use","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#,
         )
         .unwrap();
-        assert!(matches!(reply, Reply::ToolCalls { ref calls, .. } if calls[0].arguments["x"] == 1));
+        assert!(
+            matches!(reply, Reply::ToolCalls { ref calls, .. } if calls[0].arguments["x"] == 1)
+        );
         assert_eq!((usage.unwrap().total_tokens, status), (5, 200));
         let (reply, _, _) = parse(r#"{"text":null,"stop_reason":"max_tokens"}"#).unwrap();
         assert!(matches!(reply, Reply::Failed { .. }));

@@ -24,9 +24,9 @@ use crate::catalogue::E_AGT_001;
 use crate::diag::Diagnostic;
 use crate::trace::{AttemptResult, Event, TraceWriter, Usage};
 
+pub use driver::Driver;
 pub use retry::{BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP, RETRY_STATUSES, backoff, retry_after};
 pub use tls::{CONNECT_TIMEOUT, SSL_CERT_FILE};
-pub use driver::Driver;
 pub use wire::{Stream, body, parse_completion};
 
 /// The http transport.
@@ -199,7 +199,11 @@ impl HttpTransport {
     async fn try_once(&self, body: &Value) -> Result<Answered, Failure> {
         if let Some(d) = &self.driver {
             let answer = d
-                .turn(&body.to_string(), self.api_key.as_deref(), self.config.timeout)
+                .turn(
+                    &body.to_string(),
+                    self.api_key.as_deref(),
+                    self.config.timeout,
+                )
                 .await?;
             return driver::parse(&answer).map_err(Failure::new);
         }

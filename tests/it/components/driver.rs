@@ -93,9 +93,15 @@ fn example(w: &World, base: &str, allow: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/anthropic");
     let text = std::fs::read_to_string(root.join("murmur.yaml")).unwrap();
     let patched = text
-        .replace("base_url: https://api.anthropic.com", &format!("base_url: {base}"))
+        .replace(
+            "base_url: https://api.anthropic.com",
+            &format!("base_url: {base}"),
+        )
         .replace("      - api.anthropic.com", &format!("      - {allow}"));
-    assert!(patched.contains(base) && patched.contains(allow), "the example moved");
+    assert!(
+        patched.contains(base) && patched.contains(allow),
+        "the example moved"
+    );
     for sub in ["driver", "tools"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
@@ -192,8 +198,16 @@ async fn the_anthropic_example_drives_a_tool_use_then_ends_its_turn() {
         .filter(|r| r["type"] == "model_request")
         .collect();
     assert_eq!(tries.len(), 3, "{tries:?}");
-    assert_eq!((&tries[0]["result"], &tries[0]["status"]), (&json!("retrying"), &json!(529)));
-    assert!(tries[0]["error"].as_str().unwrap().contains("overloaded_error"));
+    assert_eq!(
+        (&tries[0]["result"], &tries[0]["status"]),
+        (&json!("retrying"), &json!(529))
+    );
+    assert!(
+        tries[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("overloaded_error")
+    );
     assert_eq!(tries[1]["usage"]["prompt_tokens"], 40);
     assert_eq!(tries[2]["usage"]["total_tokens"], 65);
 
@@ -218,7 +232,12 @@ async fn a_driver_may_not_reach_a_host_network_allow_does_not_list() {
     assert!(server.got().is_empty(), "the server was reached");
     let ids = w.sessions();
     let trace = w.trace(ids.last().expect("a session"));
-    assert_eq!(final_state(&trace), "failed", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        final_state(&trace),
+        "failed",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let tries: Vec<&Value> = trace
         .iter()
         .filter(|r| r["type"] == "model_request")

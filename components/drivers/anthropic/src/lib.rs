@@ -23,7 +23,9 @@ struct Anthropic;
 impl Guest for Anthropic {
     fn turn(request: String, api_key: Option<String>) -> Result<String, Failure> {
         let req: Value = serde_json::from_str(&request).map_err(|e| fail(format!("{e}")))?;
-        let base = req["base_url"].as_str().unwrap_or("https://api.anthropic.com");
+        let base = req["base_url"]
+            .as_str()
+            .unwrap_or("https://api.anthropic.com");
         let url = format!("{}/v1/messages", base.trim_end_matches('/'));
         let body = body(&req).to_string();
         let mut headers = vec![
