@@ -277,3 +277,43 @@ fn a_driver_that_is_not_a_driver_component_refuses_the_start_and_the_install() {
     assert_eq!(explain.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&explain.stderr).contains("no code `E-AGT-002`"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_error_that_echoes_the_key_is_redacted_and_not_tried_again() {
+    let refused = json!({"type": "error", "error": {"type": "authentication_error",
+        "message": format!("invalid x-api-key: {KEY}")}});
+    let server = Anthropic::start(vec![(401, refused)]).await;
+    let w = World::new();
+    let dir = example(&w, &server.base, "localhost");
+    let (w, out) = tokio::task::spawn_blocking(move || {
+        let out = run(&w, &dir, "Say hi.");
+        (w, out)
+    })
+    .await
+    .unwrap();
+    assert_eq!(server.got().len(), 1, "a 401 was tried again");
+    let ids = w.sessions();
+    let trace = w.trace(ids.last().expect("a session"));
+    assert_eq!(final_state(&trace), "failed");
+    let tries: Vec<&Value> = trace
+        .iter()
+        .filter(|r| r["type"] == "model_request")
+        .collect();
+    assert_eq!(tries.len(), 1, "{tries:?}");
+    assert_eq!(
+        (&tries[0]["result"], &tries[0]["status"]),
+        (&json!("failed"), &json!(401))
+    );
+    let error = tries[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("401 (authentication_error): invalid x-api-key: [redacted]"),
+        "{error}"
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains(KEY), "{all}");
+    assert_no_key_under(&w.home);
+}
