@@ -98,6 +98,12 @@ pub fn fetch(req: &Request) -> Result<Response, Fault> {
             .append(k, v.as_bytes())
             .map_err(|e| format!("header {k}: {e:?}"))?;
     }
+    // A body goes with its length (not chunked), which every server takes.
+    if let Some(body) = req.body {
+        headers
+            .append("content-length", body.len().to_string().as_bytes())
+            .map_err(|e| format!("header content-length: {e:?}"))?;
+    }
     let out = OutgoingRequest::new(headers);
     let method = match req.method {
         "GET" => Method::Get,

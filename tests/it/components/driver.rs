@@ -17,6 +17,8 @@ struct Got {
     path: String,
     headers: HeaderMap,
     body: Value,
+    /// The body's length in bytes.
+    len: usize,
 }
 
 /// A Messages API server: request `n` gets `script[n]` (the last repeats).
@@ -42,6 +44,7 @@ impl Anthropic {
                         path: uri.path().to_string(),
                         headers,
                         body: serde_json::from_str(&body).unwrap_or(Value::Null),
+                        len: body.len(),
                     });
                     let (status, answer) = script[(got.len() - 1).min(script.len() - 1)].clone();
                     (
@@ -163,6 +166,8 @@ async fn the_anthropic_example_drives_a_tool_use_then_ends_its_turn() {
         assert_eq!(h("anthropic-version").as_deref(), Some("2023-06-01"));
         assert_eq!(h("content-type").as_deref(), Some("application/json"));
         assert_eq!(h("authorization"), None);
+        // Sent with its length, not chunked.
+        assert_eq!(h("content-length"), Some(g.len.to_string()));
     }
     // The overloaded try was tried again with the same body.
     assert_eq!(got[0].body, got[1].body);
