@@ -322,3 +322,38 @@ async fn a_provider_error_that_echoes_the_key_is_redacted_and_not_tried_again() 
     assert!(!all.contains(KEY), "{all}");
     assert_no_key_under(&w.home);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_results_of_one_turn_go_back_in_one_user_message() {
+    let two = json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_a", "name": "echo", "input": {"text": "a"}},
+                    {"type": "tool_use", "id": "toolu_b", "name": "nope", "input": {}}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let server = Anthropic::start(vec![(200, two), (200, end_turn("ok"))]).await;
+    let w = World::new();
+    let dir = example(&w, &server.base, "localhost");
+    let (w, out) = tokio::task::spawn_blocking(move || {
+        let out = run(&w, &dir, "Two calls.");
+        (w, out)
+    })
+    .await
+    .unwrap();
+    assert_eq!(final_state(&ran(&w, &out)), "completed");
+    let got = server.got();
+    assert_eq!(got.len(), 2, "{got:?}");
+    let messages = got[1].body["messages"].as_array().unwrap().clone();
+    // user, assistant (two tool_use blocks, no empty text block), user (both results).
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert_eq!(messages[1]["content"].as_array().unwrap().len(), 2);
+    let results = messages[2]["content"].as_array().unwrap();
+    assert_eq!(messages[2]["role"], "user");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(
+        results[0],
+        json!({"type": "tool_result", "tool_use_id": "toolu_a", "content": "a", "is_error": false})
+    );
+    assert_eq!(
+        (&results[1]["tool_use_id"], &results[1]["is_error"]),
+        (&json!("toolu_b"), &json!(true))
+    );
+}
