@@ -11,8 +11,9 @@ build:
 test:
     cargo test
 
-# The toolbox example's tools (docs/components.md): components/tools/ built for
-# wasm32-wasip2 into examples/toolbox/tools/<name>.wasm.
+# The examples' components (docs/components.md): components/ built for wasm32-wasip2;
+# the tools into examples/toolbox/tools/<name>.wasm, the Anthropic driver (and the echo
+# tool) into examples/anthropic/.
 examples:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -21,7 +22,9 @@ examples:
     for t in echo env read-file write-file http-get; do
         cp "components/target/wasm32-wasip2/release/tool_${t//-/_}.wasm" "examples/toolbox/tools/$t.wasm"
     done
-    ls -l examples/toolbox/tools/*.wasm
+    cp components/target/wasm32-wasip2/release/driver_anthropic.wasm examples/anthropic/driver/anthropic.wasm
+    cp components/target/wasm32-wasip2/release/tool_echo.wasm examples/anthropic/tools/echo.wasm
+    ls -l examples/toolbox/tools/*.wasm examples/anthropic/driver/*.wasm examples/anthropic/tools/*.wasm
 
 # Benchmarks (goals in docs/benchmarks.md): admission, the door, formations, a session.
 bench: bench-setup

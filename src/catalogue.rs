@@ -48,9 +48,6 @@ catalogue! {
     E_AGT_001 = "E-AGT-001", "API key variable not set",
         "`agent.api_key_env` names an environment variable that is not set, or is empty, in mur's environment. The session refuses to start rather than fail every task.",
         "Export the variable before `mur run` (`export OPENAI_API_KEY=...`), or remove `agent.api_key_env` for a server that needs no key.";
-    E_AGT_002 = "E-AGT-002", "Model driver not supported",
-        "`agent.driver` names a WASM component that adapts another provider's API; this build of mur cannot load driver components.",
-        "Remove `agent.driver` and point `agent.base_url` at an OpenAI-compatible endpoint.";
     E_AGT_003 = "E-AGT-003", "CA certificates unusable",
         "`agent.ca_file`, or the file `SSL_CERT_FILE` names, cannot be read or holds no PEM certificate.",
         "Name a PEM file of CA certificates (`-----BEGIN CERTIFICATE-----`); a relative `agent.ca_file` is read from the capsule's folder.";
@@ -60,13 +57,13 @@ catalogue! {
         "`mur explain` was given a code that is not in the catalogue.",
         "Run `mur explain --list` to see every code.";
 
-    // ---- E-CMP / W-CMP: the capsule's WASM components (tools, hooks) ------------
+    // ---- E-CMP / W-CMP: the capsule's WASM components (tools, hooks, driver) ----
     E_CMP_001 = "E-CMP-001", "Not a WASM component",
-        "A `tools[].path` or `hooks[].path` file is not a WebAssembly component: a core module, another file, or one that does not parse. mur runs WASI 0.2 components.",
+        "A `tools[].path`, `hooks[].path` or `agent.driver` file is not a WebAssembly component: a core module, another file, or one that does not parse. mur runs WASI 0.2 components.",
         "Build it for the wasm32-wasip2 target (`cargo build --target wasm32-wasip2`), which makes a component; docs/components.md shows a tool.";
     E_CMP_002 = "E-CMP-002", "Component for another world",
-        "The component does not export what its place in murmur.yaml needs: a tool exports `murmur:capsule/tool@0.1.0`, a hook `murmur:capsule/hook@0.1.0` (wit/capsule.wit).",
-        "Generate the bindings from wit/capsule.wit with world `tool-component` for a tool or `hook-component` for a hook.";
+        "The component does not export what its place in murmur.yaml needs: a tool exports `murmur:capsule/tool@0.1.0`, a hook `murmur:capsule/hook@0.1.0`, a model driver `murmur:capsule/driver@0.1.0` (wit/capsule.wit).",
+        "Generate the bindings from wit/capsule.wit with world `tool-component` for a tool, `hook-component` for a hook or `driver-component` for a driver.";
     E_CMP_003 = "E-CMP-003", "Component cannot be loaded",
         "The component could not be compiled, linked or started: it imports an interface mur does not provide, or its file changed or vanished.",
         "Import only WASI 0.2 (wasi:cli, wasi:filesystem, wasi:clocks, wasi:random, wasi:io, wasi:http); the message names the import.";

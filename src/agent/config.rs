@@ -18,7 +18,8 @@ use crate::manifest;
 pub enum TransportConfig {
     /// The deterministic offline model in the binary.
     Builtin,
-    /// An OpenAI-compatible chat completions server.
+    /// An OpenAI-compatible chat completions server, or another provider through a
+    /// driver component.
     Http(HttpConfig),
     /// A native harness speaking JSON lines on stdin and stdout.
     Process(ProcessConfig),
@@ -56,8 +57,8 @@ impl TransportConfig {
     }
 
     /// Refuses, at session start, what would fail every task: on `transport: http`, an
-    /// `api_key_env` that is unset or empty (E-AGT-001), a `driver` (E-AGT-002), CA
-    /// certificates that do not load (E-AGT-003).
+    /// `api_key_env` that is unset or empty (E-AGT-001), CA certificates that do not
+    /// load (E-AGT-003). (A driver file was checked when the catalog was opened.)
     pub fn check(&self) -> Result<(), Diagnostic> {
         match self {
             TransportConfig::Http(h) => HttpTransport::new(h).map(drop),
@@ -168,15 +169,25 @@ pub fn harness_env(
     env
 }
 
-/// Builds the transport for one task. `Err` names what is missing.
-pub fn transport(config: &TransportConfig) -> Result<Box<dyn Transport>, String> {
+/// Builds the transport for one task; `driver` is the loaded `agent.driver` of
+/// `transport: http`, when it names one. `Err` names what is missing.
+pub fn transport(
+    config: &TransportConfig,
+    driver: Option<std::sync::Arc<dyn super::http::Driver>>,
+) -> Result<Box<dyn Transport>, String> {
     match config {
         TransportConfig::Builtin => Ok(Box::new(Builtin)),
         TransportConfig::Process(p) => Ok(Box::new(ProcessTransport::new(p.clone())?)),
-        TransportConfig::Http(h) => match HttpTransport::new(h) {
-            Ok(t) => Ok(Box::new(t)),
-            Err(d) => Err(format!("{}: {}", d.code, d.message)),
-        },
+        TransportConfig::Http(h) => {
+            let t = HttpTransport::new(h).map_err(|d| format!("{}: {}", d.code, d.message))?;
+            match (&h.driver, driver) {
+                (None, _) => Ok(Box::new(t)),
+                (Some(_), Some(d)) => Ok(Box::new(t.with_driver(d))),
+                (Some(rel), None) => Err(format!(
+                    "agent.driver names {rel}, but no component host loaded it"
+                )),
+            }
+        }
     }
 }
 

@@ -59,7 +59,7 @@ fn agent(tools: Vec<Arc<dyn Tool>>, trace: Option<Arc<TraceWriter>>) -> Agent {
         system: String::new(),
         max_turns: 8,
         tools,
-        transport: transport(&TransportConfig::Builtin).unwrap(),
+        transport: transport(&TransportConfig::Builtin, None).unwrap(),
         trace,
     })
 }
@@ -135,7 +135,7 @@ async fn builtin_with_one_turn_cannot_wait_for_answers() {
         system: String::new(),
         max_turns: 1,
         tools: vec![Members::new(&["coder"])],
-        transport: transport(&TransportConfig::Builtin).unwrap(),
+        transport: transport(&TransportConfig::Builtin, None).unwrap(),
         trace: None,
     });
     let Outcome::Failed { reason } = a.send("x", &CancellationToken::new()).await else {
@@ -151,7 +151,7 @@ async fn zero_turns_and_a_canceled_token_end_at_once() {
         system: String::new(),
         max_turns: 0,
         tools: vec![],
-        transport: transport(&TransportConfig::Builtin).unwrap(),
+        transport: transport(&TransportConfig::Builtin, None).unwrap(),
         trace: None,
     });
     assert!(matches!(
@@ -167,12 +167,12 @@ async fn zero_turns_and_a_canceled_token_end_at_once() {
 }
 
 #[test]
-fn http_needs_its_key_variable_and_no_driver() {
+fn http_needs_its_key_variable_and_a_loaded_driver_when_it_names_one() {
     let http = |api_key_env: Option<&str>, driver: Option<&str>| {
         let mut c = HttpConfig::new("http://127.0.0.1:1/v1", "m");
         c.api_key_env = api_key_env.map(str::to_string);
         c.driver = driver.map(str::to_string);
-        transport(&TransportConfig::Http(c))
+        transport(&TransportConfig::Http(c), None)
     };
     let err = http(Some("MUR_TEST_SURELY_UNSET_KEY"), None).err().unwrap();
     assert!(err.contains("MUR_TEST_SURELY_UNSET_KEY"), "{err}");

@@ -12,6 +12,8 @@ use crate::diag::Diagnostic;
 pub enum World {
     Tool,
     Hook,
+    /// `agent.driver`: a model driver.
+    Driver,
 }
 
 impl World {
@@ -20,6 +22,7 @@ impl World {
         match self {
             World::Tool => "murmur:capsule/tool@0.1.0",
             World::Hook => "murmur:capsule/hook@0.1.0",
+            World::Driver => "murmur:capsule/driver@0.1.0",
         }
     }
 
@@ -27,6 +30,16 @@ impl World {
         match self {
             World::Tool => "tool-component",
             World::Hook => "hook-component",
+            World::Driver => "driver-component",
+        }
+    }
+
+    /// What murmur.yaml calls a component of this world.
+    fn kind(self) -> &'static str {
+        match self {
+            World::Tool => "tool",
+            World::Hook => "hook",
+            World::Driver => "model driver",
         }
     }
 }
@@ -65,10 +78,7 @@ pub fn check(bytes: &[u8], path: &Path, world: World) -> Result<(), Diagnostic> 
             E_CMP_002,
             format!(
                 "{shown} is not a {} (world `{}` of wit/capsule.wit): it exports {found}, not {}",
-                match world {
-                    World::Tool => "tool",
-                    World::Hook => "hook",
-                },
+                world.kind(),
                 world.name(),
                 world.export()
             ),

@@ -1,4 +1,5 @@
-//! Running a capsule's WASM components: its `tools[]` and `hooks[]` (docs/components.md).
+//! Running a capsule's WASM components: its `tools[]`, `hooks[]` and `agent.driver`
+//! (docs/components.md).
 //!
 //! ```text
 //! session start: Catalog::open   read, check (core module? world?) and hash each file
@@ -14,6 +15,7 @@
 //! call ([`crate::timing::COMPONENT_CALL`]), memory per instance ([`MEMORY_LIMIT`]).
 
 pub mod check;
+mod driver;
 mod engine;
 mod hooks;
 mod state;
@@ -28,6 +30,7 @@ use tokio::sync::OnceCell;
 use wasmtime::Store;
 
 pub use check::World;
+pub use driver::WasmDriver;
 pub use engine::{Source, WASMTIME_VERSION, cache_dir};
 pub use hooks::Pending;
 pub use state::MEMORY_LIMIT;
@@ -107,6 +110,7 @@ pub struct Artifact {
 enum Loaded {
     Tool(tool::Pre<State>),
     Hook(hooks::Pre<State>),
+    Driver(driver::Pre<State>),
 }
 
 impl Artifact {
@@ -172,6 +176,7 @@ impl Artifact {
                 Ok(match self.world {
                     World::Tool => Loaded::Tool(tool::Pre::new(pre).map_err(linked)?),
                     World::Hook => Loaded::Hook(hooks::Pre::new(pre).map_err(linked)?),
+                    World::Driver => Loaded::Driver(driver::Pre::new(pre).map_err(linked)?),
                 })
             })
             .await;
@@ -183,10 +188,12 @@ impl Artifact {
 pub struct Catalog {
     tools: Vec<(manifest::Tool, Arc<Artifact>)>,
     hooks: Vec<(manifest::Hook, Arc<Artifact>)>,
+    /// `agent.driver` of `transport: http`.
+    driver: Option<Arc<Artifact>>,
 }
 
 impl Catalog {
-    /// Reads and checks every tool and hook file (compiling nothing).
+    /// Reads and checks every tool, hook and driver file (compiling nothing).
     pub fn open(root: &Path, m: &Manifest) -> Result<Catalog, Diagnostic> {
         let mut seen: Vec<(String, World, Arc<Artifact>)> = Vec::new();
         let mut get = |rel: &str, world: World| -> Result<Arc<Artifact>, Diagnostic> {
@@ -205,11 +212,22 @@ impl Catalog {
         for h in &m.hooks {
             hooks.push((h.clone(), get(&h.path, World::Hook)?));
         }
-        Ok(Catalog { tools, hooks })
+        let driver = match &m.agent.transport {
+            manifest::Transport::Http(h) => match &h.driver {
+                Some(rel) => Some(get(rel, World::Driver)?),
+                None => None,
+            },
+            _ => None,
+        };
+        Ok(Catalog {
+            tools,
+            hooks,
+            driver,
+        })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.hooks.is_empty()
+        self.tools.is_empty() && self.hooks.is_empty() && self.driver.is_none()
     }
 }
 
@@ -249,7 +267,13 @@ impl Host {
     /// A fresh store for one call, made for a task of `trust` (the stamp on a request
     /// to a virtual member address), its deadline armed.
     fn store(&self, trust: Trust) -> Result<Store<State>, String> {
-        let state = State::new(&self.grants, self.limit, trust)?;
+        self.store_limited(trust, self.limit)
+    }
+
+    /// [`Host::store`] bounded by `limit` instead of the per-call bound (a driver's
+    /// turn takes `agent.timeout`).
+    fn store_limited(&self, trust: Trust, limit: Duration) -> Result<Store<State>, String> {
+        let state = State::new(&self.grants, limit, trust)?;
         let mut store = Store::new(engine::engine(), state);
         store.limiter(|s| s.limiter());
         store.set_epoch_deadline(1);
@@ -273,14 +297,25 @@ impl Host {
         store: &mut Store<State>,
         call: impl AsyncFnOnce(&mut Store<State>) -> wasmtime::Result<R>,
     ) -> Result<R, String> {
+        self.bounded_by(self.limit, what, store, call).await
+    }
+
+    /// [`Host::bounded`] with the bound `bound`.
+    async fn bounded_by<R>(
+        &self,
+        bound: Duration,
+        what: &str,
+        store: &mut Store<State>,
+        call: impl AsyncFnOnce(&mut Store<State>) -> wasmtime::Result<R>,
+    ) -> Result<R, String> {
         let _ticking = engine::Ticking::start();
-        store.data_mut().deadline = std::time::Instant::now() + self.limit;
+        store.data_mut().deadline = std::time::Instant::now() + bound;
         // The epoch traps a spinning guest at the deadline; the timeout also ends one
         // waiting on the host (the network), a few ticks later.
-        let ran = tokio::time::timeout(self.limit + engine::TICK * 5, call(store)).await;
+        let ran = tokio::time::timeout(bound + engine::TICK * 5, call(store)).await;
         let limit = format!(
             "{what} ran past its time limit of {} (the CPU and wall-clock bound of one call)",
-            humantime::format_duration(self.limit)
+            humantime::format_duration(bound)
         );
         match ran {
             Err(_) => Err(limit),

@@ -104,7 +104,7 @@ impl Host {
     ) -> ToolOutput {
         let pre = match artifact.loaded(&self.cache).await {
             Ok(Loaded::Tool(pre)) => pre,
-            Ok(Loaded::Hook(_)) => {
+            Ok(_) => {
                 return ToolOutput::error(format!("{} is not a tool", artifact.rel));
             }
             Err(e) => return ToolOutput::error(e),

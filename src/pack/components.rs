@@ -1,7 +1,7 @@
 //! What `mur pack` and `mur install` check of the files murmur.yaml names: every
 //! `tools[].path`, `hooks[].path` and `agent.driver` is a file the capsule holds
-//! (E-MAN-007, at its line), and each tool and hook file is a component of its world
-//! (E-CMP-001, E-CMP-002).
+//! (E-MAN-007, at its line), and each is a component of its world (E-CMP-001,
+//! E-CMP-002).
 
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
@@ -18,21 +18,21 @@ pub(super) fn check_named<R: Read + Seek>(
     m: &Manifest,
     shown: &Path,
 ) -> Result<()> {
-    let mut named: Vec<(&str, &str, Option<World>)> = Vec::new();
+    let mut named: Vec<(&str, &str, World)> = Vec::new();
     if let manifest::Transport::Http(h) = &m.agent.transport
         && let Some(driver) = &h.driver
     {
-        named.push(("driver", driver, None));
+        named.push(("driver", driver, World::Driver));
     }
     named.extend(
         m.tools
             .iter()
-            .map(|t| ("path", t.path.as_str(), Some(World::Tool))),
+            .map(|t| ("path", t.path.as_str(), World::Tool)),
     );
     named.extend(
         m.hooks
             .iter()
-            .map(|h| ("path", h.path.as_str(), Some(World::Hook))),
+            .map(|h| ("path", h.path.as_str(), World::Hook)),
     );
     if named.is_empty() {
         return Ok(());
@@ -55,13 +55,11 @@ pub(super) fn check_named<R: Read + Seek>(
             };
             return Err(d);
         };
-        if let Some(world) = world {
-            check(
-                &bytes,
-                &PathBuf::from(format!("{}!{name}", shown.display())),
-                world,
-            )?;
-        }
+        check(
+            &bytes,
+            &PathBuf::from(format!("{}!{name}", shown.display())),
+            world,
+        )?;
     }
     Ok(())
 }

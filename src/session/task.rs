@@ -117,7 +117,9 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         RecordedState::Working,
         None,
     );
-    let transport = match agent::transport(&env.transport) {
+    // The capsule's agent.driver, run with its capabilities for this task's trust.
+    let driver = env.components.as_ref().and_then(|h| h.driver(work.trust));
+    let transport = match agent::transport(&env.transport, driver) {
         Ok(t) => t,
         Err(reason) => {
             return finish(

@@ -3,7 +3,11 @@
 //! `POST <base_url>/chat/completions` with the whole conversation, tried again on
 //! 429, 500, 502, 503, 504 and a dropped connection; the model's tool calls come back
 //! as `tool_calls`. docs/agent.md says what each fault does.
+//!
+//! With `agent.driver`, a WASM component speaks the provider's protocol instead: each
+//! try is one call of the driver ([`driver`]); the retries, bounds and trace are the same.
 
+pub mod driver;
 mod retry;
 mod tls;
 mod wire;
@@ -16,10 +20,11 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{BoxFuture, Conversation, HttpConfig, Progress, Reply, Transport};
-use crate::catalogue::{E_AGT_001, E_AGT_002};
+use crate::catalogue::E_AGT_001;
 use crate::diag::Diagnostic;
 use crate::trace::{AttemptResult, Event, TraceWriter, Usage};
 
+pub use driver::Driver;
 pub use retry::{BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP, RETRY_STATUSES, backoff, retry_after};
 pub use tls::{CONNECT_TIMEOUT, SSL_CERT_FILE};
 pub use wire::{Stream, body, parse_completion};
@@ -35,18 +40,24 @@ pub struct HttpTransport {
     trace: Option<Arc<TraceWriter>>,
     /// Where streamed text goes as it arrives.
     progress: Option<Progress>,
+    /// `agent.driver`, loaded: each try is one call of it.
+    driver: Option<Arc<dyn Driver>>,
 }
 
 /// One try that did not answer.
-struct Failure {
-    status: Option<u16>,
-    message: String,
-    retryable: bool,
-    retry_after: Option<Duration>,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The server's HTTP status, when one answered.
+    pub status: Option<u16>,
+    pub message: String,
+    /// Worth another try under `agent.max_retries`.
+    pub retryable: bool,
+    /// How long the server asked to wait.
+    pub retry_after: Option<Duration>,
 }
 
 impl Failure {
-    fn new(message: String) -> Self {
+    pub fn new(message: String) -> Self {
         Failure {
             status: None,
             message,
@@ -60,18 +71,10 @@ impl Failure {
 type Answered = (Reply, Option<Usage>, u16);
 
 impl HttpTransport {
-    /// Reads the key and loads the CA certificates. Refuses a `driver` (E-AGT-002), an
-    /// `api_key_env` that is unset or empty (E-AGT-001), CA files that do not load
-    /// (E-AGT-003).
+    /// Reads the key and loads the CA certificates. Refuses an `api_key_env` that is
+    /// unset or empty (E-AGT-001), CA files that do not load (E-AGT-003). A transport
+    /// whose config names a driver needs one handed over ([`HttpTransport::with_driver`]).
     pub fn new(config: &HttpConfig) -> Result<Self, Diagnostic> {
-        if let Some(driver) = &config.driver {
-            return Err(Diagnostic::new(
-                E_AGT_002,
-                format!(
-                    "agent.driver names {driver}: this build of mur cannot load driver components"
-                ),
-            ));
-        }
         let api_key = match &config.api_key_env {
             Some(name) => match std::env::var(name) {
                 Ok(key) if !key.is_empty() => Some(key),
@@ -97,12 +100,23 @@ impl HttpTransport {
             api_key,
             trace: None,
             progress: None,
+            driver: None,
         })
     }
 
-    /// The request body for a conversation.
+    /// Each try goes to `driver` (the loaded `agent.driver`) instead of chat completions.
+    pub fn with_driver(mut self, driver: Arc<dyn Driver>) -> Self {
+        self.driver = Some(driver);
+        self
+    }
+
+    /// The request body for a conversation: chat completions', or the driver's
+    /// provider-neutral request.
     pub fn body(&self, c: &Conversation) -> Value {
-        wire::body(&self.config, c)
+        match self.driver {
+            Some(_) => driver::request(&self.config, c),
+            None => wire::body(&self.config, c),
+        }
     }
 
     /// One turn: tries until one answers, a fault is not worth another try, or
@@ -183,6 +197,16 @@ impl HttpTransport {
     /// One request, bounded by `agent.timeout`: the whole exchange for a plain
     /// answer; for a stream, the wait for its headers and for each event.
     async fn try_once(&self, body: &Value) -> Result<Answered, Failure> {
+        if let Some(d) = &self.driver {
+            let answer = d
+                .turn(
+                    &body.to_string(),
+                    self.api_key.as_deref(),
+                    self.config.timeout,
+                )
+                .await?;
+            return driver::parse(&answer).map_err(Failure::new);
+        }
         let limit = self.config.timeout;
         let deadline = Instant::now() + limit;
         let stalled = || {

@@ -291,7 +291,7 @@ impl Run {
             system: "[Capsule]\nname: x".into(),
             max_turns: 4,
             tools: vec![Arc::new(Echo)],
-            transport: transport(&TransportConfig::Http(config)).unwrap(),
+            transport: transport(&TransportConfig::Http(config), None).unwrap(),
             trace: Some(trace),
         });
         Run { dir, agent }

@@ -57,9 +57,6 @@ impl World {
             );
             assert!(text.contains(agent), "the scaffold's agent section moved");
             std::fs::write(&path, text).unwrap();
-            if agent.contains("driver") {
-                std::fs::write(team.join(member).join("driver.wasm"), b"\0asm").unwrap();
-            }
         }
         self.ok(&team, &["install", "lead", "helper"]).await;
         team
@@ -127,7 +124,7 @@ fn http_agent(base: &str, extra: &str) -> String {
     format!("agent:\n  transport: http\n  base_url: \"{base}\"\n  model: m\n{extra}")
 }
 
-/// A capsule whose key variable is unset or empty, or with a driver, refuses to start:
+/// A capsule whose key variable is unset or empty, or whose CA file is missing, refuses to start:
 /// an E-AGT code, no readiness line, no task taken.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_refuses_at_start_what_would_fail_every_task() {
@@ -143,7 +140,6 @@ async fn a_session_refuses_at_start_what_would_fail_every_task() {
             "E-AGT-001",
             "empty",
         ),
-        ("  driver: driver.wasm\n", "E-AGT-002", "cannot load driver"),
         ("  ca_file: missing.pem\n", "E-AGT-003", "missing.pem"),
     ];
     for (extra, code, says) in cases {

@@ -104,7 +104,7 @@ pub fn agent(
         system: String::new(),
         max_turns,
         tools,
-        transport: transport(&TransportConfig::Builtin).unwrap(),
+        transport: transport(&TransportConfig::Builtin, None).unwrap(),
         trace,
     });
     match calls {

@@ -38,6 +38,8 @@ impl Guest for Probe {
                     authority: s("authority"),
                     path: s("path").unwrap_or("/"),
                     headers: &headers,
+                    method: "GET",
+                    body: None,
                 };
                 match toolkit::http::send(&req) {
                     Ok((status, body)) => ok(format!("{status} {body}")),
