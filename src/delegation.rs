@@ -17,7 +17,7 @@ use command_fds::{CommandFdExt, FdMapping};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::awaited::{Awaited, Pending};
+use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput, TurnEnd};
 use crate::catalogue::E_RUN_046;
 use crate::diag::{Diagnostic, Result};
@@ -98,17 +98,13 @@ struct Entry {
     lifeline: Option<Lifeline>,
     /// The child's pid while it runs (its process group too).
     pid: Option<u32>,
-    answer: Option<Answer>,
-    delivered: bool,
+    reply: Reply<Answer>,
 }
 
 impl Pending for Entry {
     type Answer = Answer;
-    fn answer(&self) -> Option<&Answer> {
-        self.answer.as_ref()
-    }
-    fn delivered(&mut self) -> &mut bool {
-        &mut self.delivered
+    fn reply(&mut self) -> &mut Reply<Answer> {
+        &mut self.reply
     }
 }
 
@@ -168,8 +164,7 @@ impl Delegations {
                 version: version.to_string(),
                 lifeline: None,
                 pid: None,
-                answer: None,
-                delivered: false,
+                reply: Reply::awaited(),
             });
             st.len() - 1
         };
@@ -181,7 +176,7 @@ impl Delegations {
             Err(e) => {
                 // Nothing owed: the call failed here.
                 if let Some(entry) = self.lock().get_mut(idx) {
-                    entry.delivered = true;
+                    entry.reply.delivered = true;
                 }
                 ToolOutput::error(format!("cannot start {capsule}@{version}: {e}"))
             }
@@ -266,13 +261,13 @@ impl Delegations {
         e.pid = None;
         let canceled = e.lifeline.as_ref().is_none_or(|l| l.is_closed());
         e.lifeline = None;
-        if e.answer.is_none() {
+        if e.reply.answer.is_none() {
             let state = match status.and_then(|s| s.code()) {
                 Some(0) => "completed",
                 _ if canceled => "canceled",
                 _ => "failed",
             };
-            e.answer = Some(Answer {
+            e.reply.answer = Some(Answer {
                 call_id: e.call_id.clone(),
                 capsule: e.capsule.clone(),
                 version: e.version.clone(),

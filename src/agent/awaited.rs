@@ -7,13 +7,27 @@ use std::sync::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+/// What became of one call: its answer, once it came, and whether that answer (or the
+/// call's failure to start) already went back into the task.
+#[derive(Debug)]
+pub(crate) struct Reply<A> {
+    pub answer: Option<A>,
+    pub delivered: bool,
+}
+
+impl<A> Reply<A> {
+    pub(crate) fn awaited() -> Reply<A> {
+        Reply {
+            answer: None,
+            delivered: false,
+        }
+    }
+}
+
 /// One call a task made, as [`Awaited`] keeps it.
 pub(crate) trait Pending {
     type Answer: Clone;
-    /// Its answer, once it came.
-    fn answer(&self) -> Option<&Self::Answer>;
-    /// Whether its answer (or its failure to start) already went back into the task.
-    fn delivered(&mut self) -> &mut bool;
+    fn reply(&mut self) -> &mut Reply<Self::Answer>;
 }
 
 /// A task's calls of one kind, in call order, and the signals waiting needs.
@@ -54,7 +68,7 @@ impl<E: Pending> Awaited<E> {
 
     /// Whether some call's answer has not gone back into the task yet.
     pub(crate) fn owed(&self) -> bool {
-        self.lock().iter_mut().any(|e| !*e.delivered())
+        self.lock().iter_mut().any(|e| !e.reply().delivered)
     }
 
     /// Waits until every call not yet delivered has its answer, or until `cancel` or
@@ -65,15 +79,17 @@ impl<E: Pending> Awaited<E> {
             let stop = cancel.is_cancelled() || self.ended.is_cancelled();
             {
                 let mut calls = self.lock();
-                let complete = calls
-                    .iter_mut()
-                    .all(|e| e.answer().is_some() || *e.delivered());
+                let complete = calls.iter_mut().all(|e| {
+                    let r = e.reply();
+                    r.answer.is_some() || r.delivered
+                });
                 if complete || stop {
                     return calls
                         .iter_mut()
                         .filter_map(|e| {
-                            let answer = e.answer().cloned().filter(|_| !*e.delivered())?;
-                            *e.delivered() = true;
+                            let r = e.reply();
+                            let answer = r.answer.clone().filter(|_| !r.delivered)?;
+                            r.delivered = true;
                             Some(answer)
                         })
                         .collect();

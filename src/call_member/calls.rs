@@ -10,7 +10,7 @@ use super::client::{DoorClient, Sent, answer_text};
 use super::fence::{self, Answer};
 use super::{CallConfig, Peers, Trust};
 use crate::a2a;
-use crate::agent::awaited::{Awaited, Pending};
+use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
 use crate::trace::{Event, RecordedState, TraceWriter};
 
@@ -51,17 +51,13 @@ struct Entry {
     call_id: String,
     member: String,
     member_task_id: Option<crate::a2a::TaskId>,
-    answer: Option<Answer>,
-    delivered: bool,
+    reply: Reply<Answer>,
 }
 
 impl Pending for Entry {
     type Answer = Answer;
-    fn answer(&self) -> Option<&Answer> {
-        self.answer.as_ref()
-    }
-    fn delivered(&mut self) -> &mut bool {
-        &mut self.delivered
+    fn reply(&mut self) -> &mut Reply<Answer> {
+        &mut self.reply
     }
 }
 
@@ -182,8 +178,7 @@ impl Calls {
             call_id: call_id.to_string(),
             member: member.to_string(),
             member_task_id,
-            answer: None,
-            delivered: false,
+            reply: Reply::awaited(),
         });
         st.len() - 1
     }
@@ -193,7 +188,7 @@ impl Calls {
         let answer = {
             let mut st = self.lock();
             let Some(entry) = st.get_mut(idx) else { return };
-            if entry.answer.is_some() {
+            if entry.reply.answer.is_some() {
                 return;
             }
             let answer = Answer {
@@ -203,7 +198,7 @@ impl Calls {
                 state,
                 text,
             };
-            entry.answer = Some(answer.clone());
+            entry.reply.answer = Some(answer.clone());
             answer
         };
         self.record(Event::MemberAnswer {
@@ -373,7 +368,7 @@ impl Calls {
             .lock()
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.answer.is_none())
+            .filter(|(_, e)| e.reply.answer.is_none())
             .filter_map(|(i, e)| Some((i, e.member.clone(), e.member_task_id.clone()?)))
             .collect();
         let cancels = live.iter().map(|(idx, member, id)| async move {
