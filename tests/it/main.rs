@@ -22,6 +22,7 @@ mod crash;
 mod defects;
 mod delegation;
 mod descendants;
+mod docs_pages;
 mod door_a2a;
 mod door_auth;
 mod door_bad_input;
