@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::env_docs::files_with;
+use crate::support::{World, stderr, stdout};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -76,4 +77,117 @@ fn user_pages_name_no_spec_the_repository_lacks_and_keep_no_implementer_section(
             page.display()
         );
     }
+}
+
+/// The fenced blocks of `text` opened with "```<lang>".
+fn blocks(text: &str, lang: &str) -> Vec<String> {
+    let fence = format!("```{lang}\n");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(&fence) {
+        rest = &rest[at + fence.len()..];
+        let end = rest.find("```").unwrap();
+        out.push(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn page(name: &str) -> String {
+    std::fs::read_to_string(root().join("docs").join(name)).unwrap()
+}
+
+/// The value of the first `name:` line of a manifest.
+fn name_of(manifest: &str) -> &str {
+    manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("name: "))
+        .unwrap()
+        .trim()
+}
+
+#[test]
+fn the_local_model_how_to_s_manifests_are_accepted() {
+    let w = World::new();
+    let manifests = blocks(&page("howto-local-model.md"), "yaml");
+    assert_eq!(manifests.len(), 2, "ollama and llama.cpp");
+    for manifest in &manifests {
+        assert!(
+            manifest.contains("transport: http")
+                && manifest.contains("base_url: \"http://127.0.0.1:")
+        );
+        let dir = w.proj.join(name_of(manifest));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+        let out = w
+            .mur()
+            .args(["pack"])
+            .arg(&dir)
+            .args(["--out", "dist"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{manifest}\n{}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_process_harness_how_to_runs_as_written() {
+    let text = page("howto-process-harness.md");
+    let w = World::new();
+    let manifest = &blocks(&text, "yaml")[0];
+    let dir = w.proj.join(name_of(manifest));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+    std::fs::write(dir.join("harness.py"), &blocks(&text, "python")[0]).unwrap();
+    let task = "Hello, harness.";
+    assert!(text.contains(&format!("mur run --task \"{task}\"")));
+    let out = w
+        .mur_in(&dir)
+        .args(["run", "--task", task])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reversed: String = task.chars().rev().collect();
+    assert_eq!(stdout(&out), format!("completed\n{reversed}\n"));
+    assert!(
+        text.contains(&format!("`{reversed}`")),
+        "the page shows what it prints"
+    );
+    assert!(
+        stderr(&out).contains("warning[W-RUN-010]"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_wasm_tool_how_to_s_capsule_and_command_run() {
+    let text = page("howto-wasm-tool.md");
+    let w = World::new();
+    let manifest = &blocks(&text, "yaml")[0];
+    let dir = w.proj.join(name_of(manifest));
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+    // The echo tool stands in for the page's shout: the same world, the text unchanged.
+    std::fs::copy(
+        crate::support::guests::guest("tool-echo"),
+        dir.join("tools/shout.wasm"),
+    )
+    .unwrap();
+    let command = blocks(&text, "sh")
+        .iter()
+        .flat_map(|b| b.lines().map(str::to_string).collect::<Vec<_>>())
+        .find(|l| l.starts_with("mur run --task '"))
+        .unwrap();
+    let task = command
+        .trim_start_matches("mur run --task '")
+        .trim_end_matches('\'');
+    let out = w
+        .mur_in(&dir)
+        .args(["run", "--task", task])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = &blocks(&text, "text")[0];
+    assert_eq!(stdout(&out), shown.replace("HELLO, TOOL", "hello, tool"));
 }
