@@ -467,6 +467,57 @@ fn a_native_harness_is_told_once_that_capabilities_do_not_confine_it() {
 }
 
 #[test]
+fn a_formation_member_on_a_native_harness_is_told_once_at_launch() {
+    let w = World::new();
+    assert!(
+        w.mur()
+            .args(["new", "--roster", "team"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let project = w.proj.join("team");
+    // helper's agent becomes a native harness that answers every task at once.
+    let helper = project.join("helper");
+    let manifest = std::fs::read_to_string(helper.join("murmur.yaml"))
+        .unwrap()
+        .replace(
+            "transport: builtin",
+            "transport: process\n  command: [\"sh\", \"harness.sh\"]",
+        );
+    std::fs::write(helper.join("murmur.yaml"), manifest).unwrap();
+    std::fs::write(
+        helper.join("harness.sh"),
+        "read line\necho '{\"type\":\"message\",\"text\":\"done by hand\"}'\n",
+    )
+    .unwrap();
+    let install = w
+        .mur_in(&project)
+        .args(["install", "lead", "helper"])
+        .output()
+        .unwrap();
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let out = w
+        .mur_in(&project)
+        .args(["run", "--roster", "--task", "Say hello."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("done by hand"));
+    // Once, by the member whose harness it is, behind its prefix; lead (builtin) says nothing.
+    assert_eq!(stderr.matches("W-RUN-010").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("[helper] warning[W-RUN-010]: local/team-helper runs a native harness (`sh harness.sh`); capabilities.network.allow: [] binds WASM components"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn type_errors_are_worded_alike_in_the_roster_and_the_manifest() {
     let w = World::new();
     let refused = |cmd: &mut std::process::Command| {
