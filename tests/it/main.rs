@@ -36,6 +36,7 @@ mod formation_real;
 mod fuzz_regressions;
 mod hostile;
 mod human_output;
+mod human_output_more;
 mod launch;
 mod lock_cli;
 mod lock_refusal;
