@@ -517,6 +517,53 @@ fn a_formation_member_on_a_native_harness_is_told_once_at_launch() {
     );
 }
 
+/// The search for the project stops below the home folder: its `.murmur/` is the
+/// global store, never a project, so a folder in home with no marker is its own project.
+#[test]
+fn the_project_search_stops_below_home() {
+    let w = World::new();
+    let src = w.root.join("src/c");
+    crate::support::write_capsule(&src, "c", "1.0.0");
+    let global = w
+        .mur()
+        .args(["install", "--global"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        global.status.success(),
+        "{}",
+        String::from_utf8_lossy(&global.stderr)
+    );
+    assert!(
+        w.home
+            .join(".murmur/artifacts/local/c/1.0.0.mur.zip")
+            .is_file()
+    );
+    let work = w.home.join("work/notes");
+    std::fs::create_dir_all(&work).unwrap();
+    let install = w.mur_in(&work).arg("install").arg(&src).output().unwrap();
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    // Into the folder's own project store, not home's (which would be the global one).
+    assert!(
+        work.join(".murmur/artifacts/local/c/1.0.0.mur.zip")
+            .is_file()
+    );
+    let ls = w.mur_in(&work).args(["ls", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&ls.stdout).unwrap();
+    let stores: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["store"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(stores, ["project", "global"], "{listed}");
+}
+
 #[test]
 fn type_errors_are_worded_alike_in_the_roster_and_the_manifest() {
     let w = World::new();
