@@ -191,3 +191,36 @@ fn the_wasm_tool_how_to_s_capsule_and_command_run() {
     let shown = &blocks(&text, "text")[0];
     assert_eq!(stdout(&out), shown.replace("HELLO, TOOL", "hello, tool"));
 }
+
+#[test]
+fn the_concepts_page_defines_each_word_and_links_the_how_tos() {
+    let text = page("concepts.md");
+    for word in [
+        "Capsule",
+        "Artifact",
+        "Store",
+        "Roster",
+        "Formation",
+        "Member",
+        "Entry",
+        "Edge",
+        "Session",
+        "Door",
+        "Operator token",
+        "Lifeline",
+        "Capabilities",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("**{word}"))),
+            "concepts.md defines no `{word}`"
+        );
+    }
+    for how_to in [
+        "howto-local-model.md",
+        "howto-process-harness.md",
+        "howto-wasm-tool.md",
+        "howto-door.md",
+    ] {
+        assert!(text.contains(&format!("]({how_to})")), "{how_to}");
+    }
+}

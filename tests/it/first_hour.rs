@@ -351,9 +351,15 @@ fn murmur_allow_root_silences_the_root_warning() {
         }
         let out = cmd.output().unwrap();
         assert!(out.status.success());
-        String::from_utf8_lossy(&out.stderr)
-            .matches("W-SEC-013")
-            .count()
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let count = stderr.matches("W-SEC-013").count();
+        // The warning names the setting that silences it.
+        assert_eq!(
+            stderr.matches("MURMUR_ALLOW_ROOT=1 silences this").count(),
+            count,
+            "{stderr}"
+        );
+        count
     };
     let as_root = usize::from(nix::unistd::geteuid().is_root());
     assert_eq!(run(false), as_root);
