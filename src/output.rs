@@ -61,6 +61,12 @@ pub fn verbosity() -> u8 {
     VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The `-v`s to hand a `mur` this one starts (a formation's member, a delegated
+/// child), so that it logs as much as this one does; RUST_LOG is inherited.
+pub fn verbosity_args() -> impl Iterator<Item = &'static str> {
+    std::iter::repeat_n("-v", usize::from(verbosity()))
+}
+
 /// A line for people that says what runs (a session's or a formation's banner): on
 /// stderr, unless `-q`.
 pub fn banner_line(line: impl Display) {
