@@ -72,7 +72,9 @@ fn user_pages_name_no_spec_the_repository_lacks_and_keep_no_implementer_section(
             );
         }
         assert!(
-            !text.contains("## For implementers") && !text.contains("\nCode: "),
+            !text.contains("## For implementers")
+                && !text.contains("\nCode: ")
+                && !text.contains("// crate::"),
             "{}: implementer notes belong in docs/design/",
             page.display()
         );
