@@ -226,3 +226,44 @@ fn the_concepts_page_defines_each_word_and_links_the_how_tos() {
         assert!(text.contains(&format!("]({how_to})")), "{how_to}");
     }
 }
+
+/// The user pages' inline code outside code blocks: what `code_paths_in_user_pages` reads.
+fn inline_code(text: &str) -> Vec<String> {
+    let mut prose = String::new();
+    for (i, part) in text.split("```").enumerate() {
+        if i % 2 == 0 {
+            prose.push_str(part);
+        }
+    }
+    prose
+        .split('`')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, code)| code.to_string())
+        .filter(|code| !code.contains('\n'))
+        .collect()
+}
+
+/// User pages name no Rust paths of mur's code (`crate::…`, `records::start`): those are
+/// docs/design/'s. Contributors' pages (testing, benchmarks) may.
+#[test]
+fn user_pages_name_no_code_paths() {
+    for page in user_pages() {
+        let name = page.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "testing.md" || name == "benchmarks.md" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&page).unwrap();
+        for code in inline_code(&text) {
+            let allowed = code.contains("[::1]") || code.contains("exports::murmur::capsule");
+            assert!(
+                allowed || !code.contains("::"),
+                "{name} names `{code}`: a code path belongs in docs/design/"
+            );
+        }
+    }
+    assert_eq!(
+        inline_code("a `x::y` b\n```\n`c::d`\n```\n`e`"),
+        ["x::y", "e"]
+    );
+}

@@ -94,7 +94,7 @@ fn what_a_member_inherits_is_what_the_launcher_sets() {
 #[test]
 fn the_harness_table_is_what_a_session_sets() {
     let text = read("docs/agent.md");
-    let rows = table_after(&text, "`agent::harness_env` gives");
+    let rows = table_after(&text, "What a session passes a harness:");
     let mut want = of(Use::Harness);
     want.insert(env::HOME.to_string());
     assert_eq!(first_cells(&rows), want);
