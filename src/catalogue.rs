@@ -269,7 +269,7 @@ catalogue! {
         "The capsule's agent is a native harness (`transport: process`). Capabilities confine WASM components and mur's own calls; they do not confine a native process, which runs with the user's access to the network, files and programs.",
         "Run capsules whose harness you do not trust inside a container, a VM or as another user.";
     W_SEC_013 = "W-SEC-013", "Host warning",
-        "The host lacks a protection mur relies on; printed once by the launcher for every member.",
+        "The host lacks a protection mur relies on; printed once by the launcher for every member. Running as root is one such: `MURMUR_ALLOW_ROOT=1` silences it where root is meant (a CI container).",
         "Read the warning's text for the protection that is missing.";
 }
 

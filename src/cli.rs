@@ -8,7 +8,14 @@ use crate::{doctor, explain, lock, pack, scaffold, session, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
-#[command(name = "mur", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "mur",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Examples:\n  mur new --roster team && cd team && mur install lead helper\n  mur run --roster --task \"Plan a picnic.\"\n  mur ps -a\n\nEach command's --help shows examples of its own."
+)]
 pub struct Cli {
     /// Say less: no banners (what runs, where) and no progress.
     #[arg(short, long, global = true)]
@@ -156,19 +163,41 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// `mur --help`, and every command's and subcommand's (`mur trace show`), ends with
+    /// an example of itself.
     #[test]
     fn every_command_s_help_names_an_example() {
-        let mut cli = Cli::command();
-        for sub in cli.get_subcommands_mut() {
-            let name = sub.get_name().to_string();
-            let help = sub.render_long_help().to_string();
+        fn check(cmd: &mut clap::Command, path: &str, checked: &mut Vec<String>) {
+            let help = cmd.render_long_help().to_string();
+            assert!(help.contains("\nExample"), "{path} --help names no example");
             assert!(
-                help.contains("Example"),
-                "mur {name} --help names no example"
+                help.contains(&format!("  {path}")),
+                "{path} --help: its example runs another command"
             );
+            checked.push(path.to_string());
+            for sub in cmd.get_subcommands_mut() {
+                if sub.get_name() == "help" {
+                    continue;
+                }
+                let path = format!("{path} {}", sub.get_name());
+                check(sub, &path, checked);
+            }
+        }
+        let mut cli = Cli::command();
+        cli.build();
+        let mut checked = Vec::new();
+        check(&mut cli, "mur", &mut checked);
+        for want in [
+            "mur",
+            "mur run",
+            "mur send",
+            "mur trace show",
+            "mur sync",
+            "mur man",
+        ] {
             assert!(
-                help.contains(&format!("mur {name}")),
-                "mur {name} --help: its example runs another command"
+                checked.iter().any(|c| c == want),
+                "{want} was not checked: {checked:?}"
             );
         }
     }

@@ -206,6 +206,8 @@ impl Delegations {
             .args(["--capsule", capsule, "--capsule-version", version])
             .arg("--task")
             .arg(&task_file)
+            // This session's `-v`s: the child's log goes to its delegate-<n>.log.
+            .args(crate::output::verbosity_args())
             .current_dir(&c.project_dir)
             // Nothing of the formation but its id.
             .env_remove(crate::env::MURMUR_FORMATION_ID)

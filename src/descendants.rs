@@ -1,5 +1,5 @@
 //! No descendant left behind: every process a session or a launcher starts, and
-//! everything those start, ends with it. docs/descendants.md says which mechanism
+//! everything those start, ends with it. docs/design/descendants.md says which mechanism
 //! covers which end.
 //!
 //! - Every `mur run` (session and launcher) is a child subreaper

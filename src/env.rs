@@ -79,7 +79,7 @@ vars! {
     MURMUR_WORKDIR: Harness;
     /// The records' `out/`.
     MURMUR_OUT: Harness;
-    /// Multiplies every time limit of the spec (`src/timing.rs`). Values outside (0, 1] are ignored.
+    /// Multiplies every time limit mur keeps (`src/timing.rs`). Values outside (0, 1] are ignored.
     MUR_TEST_TIME_SCALE: Test;
     /// Seconds after the entry member started at which the launcher allocates memory until the OOM killer ends it.
     MUR_TEST_LAUNCHER_BALLOON: Test;

@@ -14,7 +14,7 @@ pub(crate) fn warnings() -> Vec<Diagnostic> {
                 W_SEC_013,
                 "mur runs as root: capsules' harnesses, shell commands and hooks run with root's privileges",
             )
-            .hint("Run mur as an ordinary user; a capsule's capabilities do not confine a root process."),
+            .hint("Run mur as an ordinary user; a capsule's capabilities do not confine a root process. Where root is meant (a CI container), MURMUR_ALLOW_ROOT=1 silences this."),
         );
     }
     out

@@ -53,6 +53,20 @@ pub fn quiet() -> bool {
     QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// `-v`'s count: a formation's launcher gives it to its members (`formation::member`).
+static VERBOSE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// How many `-v` were given.
+pub fn verbosity() -> u8 {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The `-v`s to hand a `mur` this one starts (a formation's member, a delegated
+/// child), so that it logs as much as this one does; RUST_LOG is inherited.
+pub fn verbosity_args() -> impl Iterator<Item = &'static str> {
+    std::iter::repeat_n("-v", usize::from(verbosity()))
+}
+
 /// A line for people that says what runs (a session's or a formation's banner): on
 /// stderr, unless `-q`.
 pub fn banner_line(line: impl Display) {
@@ -179,6 +193,7 @@ fn append(path: &Path, line: &dyn Display) -> std::io::Result<()> {
 /// filter lets through, other crates' events included. Called once, by `main`.
 pub fn install_log_sink(command: &'static str, verbose: u8) {
     let _ = COMMAND.set(command);
+    VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
     let (filter, all_crates, bad) = log_filter(std::env::var(crate::env::RUST_LOG).ok(), verbose);
     let subscriber = tracing_subscriber::registry().with(Sink { all_crates }.with_filter(filter));
     // A second call (a test harness that set its own) keeps the first.

@@ -139,7 +139,7 @@ pub(crate) struct Ready {
 
 /// Whether an Agent Card names `session`: the door declares it in the card's
 /// `capabilities.extensions[]` entry for `door::SESSION_EXTENSION_URI`, as
-/// `params.sessionId` (see docs/door.md).
+/// `params.sessionId` (see docs/design/door.md).
 pub(crate) fn card_names_session(card: &serde_json::Value, session: &str) -> bool {
     card["capabilities"]["extensions"]
         .as_array()

@@ -68,13 +68,13 @@ pub enum Event {
         /// The task's text, as the agent receives it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
-        /// The task's trust class, `trusted` or `untrusted` (docs/call-member.md,
+        /// The task's trust class, `trusted` or `untrusted` (docs/design/call-member.md,
         /// Trust); absent in traces written before it was recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trust: Option<String>,
     },
     /// The door refused a SendMessage because the member was busy (`-32050`); the
-    /// caller's runtime offers the task again (docs/call-member.md, A busy member).
+    /// caller's runtime offers the task again (docs/design/call-member.md, A busy member).
     /// A public caller's refusals are not recorded.
     A2aTaskRefused {
         /// Who was refused: `operator`, `env:<NAME>` or `member:<name>`.

@@ -66,7 +66,7 @@ impl Agent {
     }
 
     /// Has the task wait for call-member's answers at the end of a turn, as the spec's
-    /// "How the answer arrives" says (see docs/call-member.md).
+    /// "How the answer arrives" says (see docs/design/call-member.md).
     pub fn with_turn_end(mut self, turn_end: Arc<dyn TurnEnd>) -> Self {
         self.turn_end = Some(turn_end);
         self

@@ -1,5 +1,5 @@
 //! How answers come back into the calling task: one message holding every answer,
-//! each fenced under `member:<name>` (docs/call-member.md, "The answers message").
+//! each fenced under `member:<name>` (docs/design/call-member.md, "The answers message").
 //!
 //! ```text
 //! Answers from the members you called, each fenced under member:<name>:

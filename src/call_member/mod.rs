@@ -1,6 +1,6 @@
 //! call-member: how a formation member gives another member work and gets its answer.
 //! The spec's "Giving a member work", "What a member's components are handed" and
-//! "How reachability is enforced"; the decisions are in docs/call-member.md.
+//! "How reachability is enforced"; the decisions are in docs/design/call-member.md.
 //!
 //! ```text
 //! session ── Peers::new(tokens, allow) ── follow(channel reader) ── set_allow / network_warning
@@ -30,7 +30,7 @@ pub use peers::{PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, reaches, reaches_host}
 
 pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 
-/// The call's timing. The defaults are the documented ones (docs/call-member.md).
+/// The call's timing. The defaults are the documented ones (docs/design/call-member.md).
 #[derive(Debug, Clone)]
 pub struct CallConfig {
     /// How long a busy member is offered the task, from the call. Default 10 minutes;

@@ -28,7 +28,7 @@ pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
 pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
 /// Every door listens here, at a port chosen at launch.
 const DOOR_HOST: &str = "127.0.0.1";
-/// Below the door's 10 s keep-alive (docs/door.md), so a pooled connection is
+/// Below the door's 10 s keep-alive (docs/design/door.md), so a pooled connection is
 /// dropped here before the door closes it under a request.
 const POOL_IDLE: Duration = Duration::from_secs(5);
 

@@ -22,7 +22,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! What each request gets, and why, is in `docs/door.md`.
+//! What each request gets, and why, is in `docs/design/door.md`.
 
 mod auth;
 mod methods;

@@ -1,7 +1,7 @@
 //! The trust class of a task: where its request came from, and for a peer task, the
 //! class its caller stamped (the spec's "stamps the origin peer with the trust class
 //! of the task the component is running for"). A chain is only as trusted as the
-//! task at its root. Decisions in docs/call-member.md, Trust.
+//! task at its root. Decisions in docs/design/call-member.md, Trust.
 
 use axum::http::HeaderMap;
 

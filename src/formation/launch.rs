@@ -83,7 +83,7 @@ impl Places {
 
 /// [`launch`] as the `mur run --roster` process does it: a subreaper that kills what
 /// a dead member left behind (its strays) while the formation runs, and every
-/// descendant once every member stopped (docs/descendants.md). Only for a process
+/// descendant once every member stopped (docs/design/descendants.md). Only for a process
 /// that is the launcher: it kills every child it does not own.
 pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) -> i32 {
     crate::descendants::become_subreaper();

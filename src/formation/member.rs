@@ -80,6 +80,8 @@ pub fn start(
     // Every member reports readiness on stdout; the launcher reads the entry
     // member's too (its session, door and outcome: formation::announce).
     cmd.arg("--json");
+    // The launcher's `-v`s: members log as much as it does.
+    cmd.args(crate::output::verbosity_args());
     cmd.args(&spec.extra_args)
         .current_dir(cwd)
         .env(FORMATION_ID_ENV, formation.as_str())

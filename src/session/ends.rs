@@ -95,7 +95,7 @@ pub(crate) const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
 /// block.
 pub(crate) fn exit_now(running: &RunningDir, session_id: &str) -> ! {
     let _ = running.remove(session_id);
-    // Nothing the session started outlives it (docs/descendants.md).
+    // Nothing the session started outlives it (docs/design/descendants.md).
     crate::descendants::sweep_all();
     // SAFETY: _exit has no preconditions; nothing after it runs.
     unsafe { libc::_exit(143) }

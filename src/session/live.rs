@@ -216,7 +216,7 @@ impl Live {
             }
         }
         // Nothing the session started outlives it: harnesses, shell commands and what
-        // they started, setsid and double forks included (docs/descendants.md).
+        // they started, setsid and double forks included (docs/design/descendants.md).
         let _ = tokio::task::spawn_blocking(crate::descendants::sweep_all).await;
         let exit = cause.exit();
         if let Some(code) = exit.error {

@@ -41,6 +41,9 @@ pub struct TraceArgs {
 #[derive(Debug, Clone, Subcommand)]
 pub enum TraceCommand {
     /// Print a session's trace, readable; for a formation id, every member's session.
+    #[command(
+        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --json | jq -c 'select(.type == \"tool_call\")'"
+    )]
     Show {
         /// A session id (`ses_…`) or a formation id (`frm_…`).
         id: String,

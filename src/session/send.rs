@@ -118,6 +118,8 @@ struct Seen {
     state: Option<String>,
     /// The answer: its artifacts' text, else its final status message's.
     text: String,
+    /// The state last said on stderr: a state is said once, however often it comes.
+    said: String,
 }
 
 impl Seen {
@@ -125,6 +127,7 @@ impl Seen {
         if let Some(task) = result.get("task") {
             self.task_id = task["id"].as_str().unwrap_or_default().to_string();
             output::banner_line(format_args!("[mur send] task {} submitted", self.task_id));
+            self.said = "submitted".to_string();
             self.status(&task["status"]);
         } else if let Some(update) = result.get("statusUpdate") {
             self.status(&update["status"]);
@@ -143,8 +146,9 @@ impl Seen {
                 self.text = texts(&status["message"]["parts"]);
             }
             self.state = Some(word);
-        } else if !word.is_empty() {
+        } else if !word.is_empty() && word != self.said {
             output::banner_line(format_args!("[mur send] {word}"));
+            self.said = word;
         }
     }
 }

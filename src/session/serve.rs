@@ -423,6 +423,11 @@ impl Stage<'_> {
     /// door serves: `Door::start` returns with its listener bound and accepting.
     fn announce(&self, session_id: &str, door: &Door, formation_id: Option<String>) {
         let url = door_base(door);
+        tracing::info!(
+            "session {session_id} ({} {}) serving at {url}",
+            self.capsule.name,
+            self.capsule.version
+        );
         if self.args.json {
             let line = ReadinessLine::new(session_id, Some(url), formation_id);
             if let Ok(text) = serde_json::to_string(&line) {

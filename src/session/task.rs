@@ -69,6 +69,12 @@ impl TaskEnv {
         to: RecordedState,
         reason: Option<String>,
     ) {
+        tracing::info!(
+            "task {task_id}: {}",
+            serde_json::to_string(&to)
+                .unwrap_or_default()
+                .trim_matches('"')
+        );
         self.record(Event::TaskState {
             task_id: task_id.clone(),
             from,

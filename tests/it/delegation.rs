@@ -53,6 +53,36 @@ fn a_child_runs_the_task_and_its_answer_comes_back_fenced() {
     assert_eq!(kid.last().unwrap()["exit_status"], "ok");
 }
 
+/// `-v` reaches a delegated child: its log, in the parent's `logs/delegate-*.log`.
+#[test]
+fn a_verbose_parent_s_child_logs_as_much() {
+    let w = World::new();
+    w.install("kid", "", None);
+    let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Say hello."}"#;
+    w.install("boss", SPAWN, Some(&parent(&w.root, args)));
+    let out = w.run("boss").args(["-v", "--task", "go"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("(local/boss 1.0.0) serving at"), "{stderr}");
+    let logs: Vec<_> = files_under(&w.records_root())
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("delegate-")
+        })
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    assert!(
+        log.contains("[mur run] note: session ses_")
+            && log.contains("(local/kid 1.0.0) serving at"),
+        "{log}"
+    );
+    assert!(log.contains(": completed"), "{log}");
+}
+
 #[test]
 fn a_capsule_outside_spawn_allow_is_refused_with_the_patterns() {
     let w = World::new();

@@ -1,4 +1,4 @@
-//! No descendant left behind (docs/descendants.md), on real processes: each harness
+//! No descendant left behind (docs/design/descendants.md), on real processes: each harness
 //! starts a grandchild that double-forks, calls setsid and ignores SIGTERM, and each
 //! kind of end must leave it gone. The grandchildren are found by the pid they write;
 //! a test kills only those, by pidfd, when it expects one to survive.
@@ -242,7 +242,7 @@ fn kill_9_of_the_launcher_s_group_leaves_no_peer_grandchild() {
     launcher.wait().unwrap();
     assert_gone_within(&helper, LIMIT, "kill -9 of the launcher's group (helper)");
     // The entry member died with the launcher, so nothing of mur is left to sweep its
-    // grandchild: only a cgroup covers this case (docs/descendants.md).
+    // grandchild: only a cgroup covers this case (docs/design/descendants.md).
     kill_leftover(&lead);
 }
 

@@ -94,32 +94,31 @@ fn what_a_member_inherits_is_what_the_launcher_sets() {
 #[test]
 fn the_harness_table_is_what_a_session_sets() {
     let text = read("docs/agent.md");
-    let rows = table_after(&text, "`agent::harness_env` gives");
+    let rows = table_after(&text, "What a session passes a harness:");
     let mut want = of(Use::Harness);
     want.insert(env::HOME.to_string());
     assert_eq!(first_cells(&rows), want);
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files under `dir` (its subfolders too) whose name ends in `.<ext>`.
+pub fn files_with(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
+            files_with(&path, ext, out);
+        } else if path.extension().is_some_and(|x| x == ext) {
             out.push(path);
         }
     }
 }
 
-/// No variable is named in src/ or docs/ that the registry does not list.
+/// No variable is named in src/ or docs/ (docs/design/ too) that the registry does not list.
 #[test]
 fn the_code_and_docs_name_no_variable_outside_the_registry() {
     let known: BTreeSet<String> = env::ALL.iter().map(|v| v.name.to_string()).collect();
     let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
-    for entry in std::fs::read_dir(root().join("docs")).unwrap().flatten() {
-        files.push(entry.path());
-    }
+    files_with(&root().join("src"), "rs", &mut files);
+    files_with(&root().join("docs"), "md", &mut files);
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         // Unit tests make names up to show they are not passed on.

@@ -315,6 +315,25 @@ fn verbose_and_rust_log_show_the_log() {
         verbose.contains("[mur run] note: peer `helper` is up"),
         "{verbose}"
     );
+    // -v reaches the members: a peer's log comes behind its `[<member>]` prefix, the
+    // entry member's on the launcher's stderr, each naming its capsule.
+    assert!(
+        verbose.contains("[helper] [mur run] note: session ses_")
+            && verbose.contains("(local/team-helper 0.1.0) serving at http://127.0.0.1:"),
+        "{verbose}"
+    );
+    assert!(
+        verbose
+            .lines()
+            .any(|l| l.starts_with("[mur run] note: session ses_")
+                && l.contains("(local/team-lead 0.1.0) serving at")),
+        "{verbose}"
+    );
+    assert!(
+        verbose.contains("[helper] [mur run] note: task tsk_"),
+        "{verbose}"
+    );
+    assert!(!plain.contains("serving at"), "{plain}");
     let debug = run(&[], Some("mur=debug"));
     assert!(debug.contains("[mur run] debug: "), "{debug}");
     let refused = w.mur().args(["-q", "-v", "ps"]).output().unwrap();
@@ -332,9 +351,15 @@ fn murmur_allow_root_silences_the_root_warning() {
         }
         let out = cmd.output().unwrap();
         assert!(out.status.success());
-        String::from_utf8_lossy(&out.stderr)
-            .matches("W-SEC-013")
-            .count()
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let count = stderr.matches("W-SEC-013").count();
+        // The warning names the setting that silences it.
+        assert_eq!(
+            stderr.matches("MURMUR_ALLOW_ROOT=1 silences this").count(),
+            count,
+            "{stderr}"
+        );
+        count
     };
     let as_root = usize::from(nix::unistd::geteuid().is_root());
     assert_eq!(run(false), as_root);

@@ -467,6 +467,104 @@ fn a_native_harness_is_told_once_that_capabilities_do_not_confine_it() {
 }
 
 #[test]
+fn a_formation_member_on_a_native_harness_is_told_once_at_launch() {
+    let w = World::new();
+    assert!(
+        w.mur()
+            .args(["new", "--roster", "team"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let project = w.proj.join("team");
+    // helper's agent becomes a native harness that answers every task at once.
+    let helper = project.join("helper");
+    let manifest = std::fs::read_to_string(helper.join("murmur.yaml"))
+        .unwrap()
+        .replace(
+            "transport: builtin",
+            "transport: process\n  command: [\"sh\", \"harness.sh\"]",
+        );
+    std::fs::write(helper.join("murmur.yaml"), manifest).unwrap();
+    std::fs::write(
+        helper.join("harness.sh"),
+        "read line\necho '{\"type\":\"message\",\"text\":\"done by hand\"}'\n",
+    )
+    .unwrap();
+    let install = w
+        .mur_in(&project)
+        .args(["install", "lead", "helper"])
+        .output()
+        .unwrap();
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let out = w
+        .mur_in(&project)
+        .args(["run", "--roster", "--task", "Say hello."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("done by hand"));
+    // Once, by the member whose harness it is, behind its prefix; lead (builtin) says nothing.
+    assert_eq!(stderr.matches("W-RUN-010").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("[helper] warning[W-RUN-010]: local/team-helper runs a native harness (`sh harness.sh`); capabilities.network.allow: [] binds WASM components"),
+        "{stderr}"
+    );
+}
+
+/// The search for the project stops below the home folder: its `.murmur/` is the
+/// global store, never a project, so a folder in home with no marker is its own project.
+#[test]
+fn the_project_search_stops_below_home() {
+    let w = World::new();
+    let src = w.root.join("src/c");
+    crate::support::write_capsule(&src, "c", "1.0.0");
+    let global = w
+        .mur()
+        .args(["install", "--global"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        global.status.success(),
+        "{}",
+        String::from_utf8_lossy(&global.stderr)
+    );
+    assert!(
+        w.home
+            .join(".murmur/artifacts/local/c/1.0.0.mur.zip")
+            .is_file()
+    );
+    let work = w.home.join("work/notes");
+    std::fs::create_dir_all(&work).unwrap();
+    let install = w.mur_in(&work).arg("install").arg(&src).output().unwrap();
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    // Into the folder's own project store, not home's (which would be the global one).
+    assert!(
+        work.join(".murmur/artifacts/local/c/1.0.0.mur.zip")
+            .is_file()
+    );
+    let ls = w.mur_in(&work).args(["ls", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&ls.stdout).unwrap();
+    let stores: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["store"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(stores, ["project", "global"], "{listed}");
+}
+
+#[test]
 fn type_errors_are_worded_alike_in_the_roster_and_the_manifest() {
     let w = World::new();
     let refused = |cmd: &mut std::process::Command| {

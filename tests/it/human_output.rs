@@ -1,5 +1,6 @@
 //! The human output of `mur doctor`, `mur trace show`, `mur ps` and `mur explain`, held
-//! whole by insta snapshots (tests/it/snapshots/). Ids, pids, ports, times, digests and
+//! whole by insta snapshots (tests/it/snapshots/); the first hour's (the run banners,
+//! `mur ps -a`, `mur send`, `mur sync`, the guesses and warnings) in human_output_more.rs. Ids, pids, ports, times, digests and
 //! the world's paths are filtered to placeholders so that a snapshot changes only when
 //! the text does.
 
@@ -12,7 +13,7 @@ use crate::support::session::{SLEEPER, Session};
 use crate::support::{World, stderr, stdout};
 
 /// Runs `f` with the filters that make `w`'s output stable.
-fn filtered(w: &World, f: impl FnOnce()) {
+pub fn filtered(w: &World, f: impl FnOnce()) {
     let root = regex_escape(&w.root.to_string_lossy());
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
@@ -21,11 +22,14 @@ fn filtered(w: &World, f: impl FnOnce()) {
     settings.add_filter(r"tsk_[0-9a-f]{32}", "[TASK]");
     settings.add_filter(r"frm_[0-9a-f]{32}", "[FORMATION]");
     settings.add_filter(r"sha256:[0-9a-f]{64}", "sha256:[SHA256]");
+    settings.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
+    settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z *", "[STARTED] ");
     settings.add_filter(r"\b\d{2}:\d{2}:\d{2}\.\d{3}\b", "[TIME]");
     settings.add_filter(r"\bpid \d+", "pid [PID]");
     // `mur ps` pads its columns: a pid and a door URL of any width become one token.
     settings.add_filter(r" +\d+  (local/)", " [PID]  $1");
     settings.add_filter(r"http://127\.0\.0\.1:\d+/? *", "[DOOR] ");
+    settings.add_filter(r"\(\d+\.\d s\)", "([ELAPSED])");
     settings.bind(f);
 }
 
@@ -42,14 +46,14 @@ fn regex_escape(text: &str) -> String {
 }
 
 /// Runs `mur` with `args` in the world's project and expects `code`.
-fn run(w: &World, args: &[&str], code: i32) -> Output {
+pub fn run(w: &World, args: &[&str], code: i32) -> Output {
     let out = w.mur().args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
     out
 }
 
 /// stderr without the one warning that depends on who runs the tests (W-SEC-013, root).
-fn stderr_as_user(out: &Output) -> String {
+pub fn stderr_as_user(out: &Output) -> String {
     let text = stderr(out);
     let mut lines = Vec::new();
     let mut skip_hint = false;
@@ -70,7 +74,7 @@ fn stderr_as_user(out: &Output) -> String {
 
 /// A world holding the scaffolded team (`mur new --roster team`), installed; the
 /// project is `team/`.
-fn team() -> (World, std::path::PathBuf) {
+pub fn team() -> (World, std::path::PathBuf) {
     let w = World::new();
     run_in(&w, &w.proj, &["new", "--roster", "team"]);
     let team = w.proj.join("team");
@@ -78,7 +82,7 @@ fn team() -> (World, std::path::PathBuf) {
     (w, team)
 }
 
-fn run_in(w: &World, cwd: &std::path::Path, args: &[&str]) -> Output {
+pub fn run_in(w: &World, cwd: &std::path::Path, args: &[&str]) -> Output {
     let out = w.mur_in(cwd).args(args).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     out

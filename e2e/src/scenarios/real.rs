@@ -570,7 +570,7 @@ pub async fn readiness() -> Result<Measured> {
 const ESCAPED: &str = "sleep 2147483646";
 
 /// Waits until an escaped grandchild runs: not in its harness's process group, and
-/// ignoring SIGTERM (docs/descendants.md).
+/// ignoring SIGTERM (docs/design/descendants.md).
 async fn escaped(f: &Real) -> Result<u32> {
     let until = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -661,7 +661,7 @@ async fn escaping_peer(scenario: &str) -> Result<(Real, u32)> {
 
 /// A kill of the launcher's group, with the escaped grandchild below a working peer:
 /// the peer's lifeline closes, it winds down and sweeps. (Below the entry member,
-/// which dies with the group, only a cgroup would end it: docs/descendants.md.)
+/// which dies with the group, only a cgroup would end it: docs/design/descendants.md.)
 pub async fn escape_kill_group() -> Result<Measured> {
     let (f, gc) = escaping_peer("real-escape-kill-group").await?;
     let at = fault(&f.sb, "KILL", &format!("-{}", f.launch.pid)).await?;
