@@ -82,6 +82,9 @@ pub enum Command {
     /// Print mur's man page (roff).
     #[command(after_help = "Example:\n  mur man | man -l -")]
     Man,
+    /// The watcher of a formation's cgroup, started by the launcher (docs/descendants.md).
+    #[command(name = "formation-watch", hide = true)]
+    FormationWatch(crate::cgroup::WatchArgs),
 }
 
 /// `mur completions <shell>`
@@ -111,6 +114,7 @@ impl Command {
             Command::Doctor(_) => "doctor",
             Command::Completions(_) => "completions",
             Command::Man => "man",
+            Command::FormationWatch(_) => crate::cgroup::WATCH_COMMAND,
         }
     }
 }
@@ -131,6 +135,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Ps(args) => session::ops::ps(&args),
         Command::Trace(args) => session::ops::trace(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::FormationWatch(args) => crate::cgroup::watch(&args),
         Command::Completions(args) => {
             let mut script = Vec::new();
             clap_complete::generate(args.shell, &mut Cli::command(), "mur", &mut script);
@@ -159,7 +164,7 @@ mod tests {
     #[test]
     fn every_command_s_help_names_an_example() {
         let mut cli = Cli::command();
-        for sub in cli.get_subcommands_mut() {
+        for sub in cli.get_subcommands_mut().filter(|s| !s.is_hide_set()) {
             let name = sub.get_name().to_string();
             let help = sub.render_long_help().to_string();
             assert!(

@@ -10,6 +10,7 @@ pub mod a2a;
 pub mod admission;
 pub mod agent;
 pub mod call_member;
+pub mod cgroup;
 pub(crate) mod catalogue;
 pub mod channel;
 pub mod cli;
