@@ -106,7 +106,8 @@ fn move_self(dir: &Path) -> io::Result<()> {
 }
 
 /// SIGKILL to everything in cgroup `dir` and below (`cgroup.kill`), then removes it
-/// once empty, within [`KILL_LIMIT`]. A cgroup already gone is done.
+/// and the cgroups below it (a nested formation's) once empty, within [`KILL_LIMIT`].
+/// A cgroup already gone is done.
 fn kill_and_remove(dir: &Path) -> io::Result<()> {
     let until = Instant::now() + KILL_LIMIT;
     if populated(dir) == Some(true) {
@@ -116,7 +117,7 @@ fn kill_and_remove(dir: &Path) -> io::Result<()> {
         }
     }
     loop {
-        match fs::remove_dir(dir) {
+        match remove_tree(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             // Busy: what was killed has not left yet.
@@ -126,9 +127,19 @@ fn kill_and_remove(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// Removes every empty formation cgroup under `parent`: what a watcher that was
-/// itself killed left. A cgroup something still runs in is busy and stays (a live
-/// formation's always holds its launcher).
+/// Removes cgroup `dir` and every cgroup below it, deepest first; each must be empty.
+fn remove_tree(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)?.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_tree(&entry.path())?;
+        }
+    }
+    fs::remove_dir(dir)
+}
+
+/// Removes every empty formation cgroup under `parent` (with the empty cgroups below
+/// it): what a watcher that was itself killed left. A cgroup something still runs in
+/// is busy and stays (a live formation's always holds its launcher).
 pub fn remove_leftovers(parent: &Path) -> usize {
     let Ok(entries) = fs::read_dir(parent) else {
         return 0;
@@ -136,7 +147,7 @@ pub fn remove_leftovers(parent: &Path) -> usize {
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
-        .filter(|e| fs::remove_dir(e.path()).is_ok())
+        .filter(|e| remove_tree(&e.path()).is_ok())
         .count()
 }
 

@@ -362,3 +362,37 @@ fn kill_9_of_a_peer_leaves_no_grandchild_while_the_formation_runs() {
     launcher.wait().unwrap();
     assert!(gone(&lead));
 }
+
+#[test]
+fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
+    if !cgroup_writable() {
+        eprintln!("SKIPPED: no writable cgroup v2 here (docs/descendants.md)");
+        return;
+    }
+    let own = mur::cgroup::own_dir().unwrap();
+    let me = std::process::id();
+    // What a killed watcher left: an empty formation cgroup, with an empty one below.
+    let left = own.join(format!("{}leftover{me}", mur::cgroup::PREFIX));
+    std::fs::create_dir_all(left.join(format!("{}inner", mur::cgroup::PREFIX))).unwrap();
+    // A formation cgroup something runs in, and a cgroup not named for a formation.
+    let busy = own.join(format!("{}busy{me}", mur::cgroup::PREFIX));
+    let other = own.join(format!("murmur-other{me}"));
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    let mut sleeper = Command::new("sleep").arg("600").spawn().unwrap();
+    std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+
+    mur::cgroup::remove_leftovers(&own);
+    let (busy_stayed, other_stayed) = (busy.is_dir(), other.is_dir());
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let _ = std::fs::remove_dir(&other);
+    let until = Instant::now() + LIMIT;
+    while std::fs::remove_dir(&busy).is_err() && busy.exists() {
+        assert!(Instant::now() < until, "cannot remove {busy:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!left.exists(), "the empty leftover {left:?} stayed");
+    assert!(busy_stayed, "a formation cgroup something ran in was removed");
+    assert!(other_stayed, "a cgroup not named for a formation was removed");
+}
