@@ -396,3 +396,28 @@ fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     assert!(busy_stayed, "a formation cgroup something ran in was removed");
     assert!(other_stayed, "a cgroup not named for a formation was removed");
 }
+
+#[test]
+fn kill_9_of_the_launcher_with_a_stopped_member_leaves_nothing() {
+    if !cgroup_writable() {
+        eprintln!("SKIPPED: no writable cgroup v2 here (docs/descendants.md)");
+        return;
+    }
+    let t = team();
+    let (mut launcher, lead, helper) = t.launch();
+    let (dir, watcher) = formation_cgroup(launcher.id()).expect("no formation cgroup");
+    // A stopped helper cannot wind down, and its launcher, which would group-kill it
+    // at 25 s, is dead: the watcher kills what is left in the cgroup at 25 s (scaled).
+    let helper_member = descendants::stat(t.member_pid("helper") as u32).unwrap();
+    kill(Pid::from_raw(helper_member.pid as i32), Signal::SIGSTOP).unwrap();
+    kill(Pid::from_raw(launcher.id() as i32), Signal::SIGKILL).unwrap();
+    let killed = Instant::now();
+    launcher.wait().unwrap();
+    let bound = scaled_bound();
+    for (p, what) in [(&helper_member, "the stopped helper"), (&helper, "its grandchild")] {
+        assert_gone_within(p, bound.saturating_sub(killed.elapsed()), what);
+    }
+    assert_gone_within(&lead, LIMIT, "the lead's grandchild");
+    assert_gone_within(&watcher, LIMIT, "the watcher after its kill");
+    assert!(!dir.exists(), "the watcher left {dir:?}");
+}

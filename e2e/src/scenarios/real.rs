@@ -275,6 +275,7 @@ pub async fn oom_launcher() -> Result<Measured> {
         "real-oom-launcher",
         Config {
             memory: Some(LIMIT),
+            ..Config::default()
         },
         vec![(
             "MUR_TEST_LAUNCHER_BALLOON",
