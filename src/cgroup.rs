@@ -156,8 +156,8 @@ pub fn remove_leftovers(parent: &Path) -> usize {
 pub struct FormationCgroup {
     dir: PathBuf,
     parent: PathBuf,
-    watcher: u32,
-    _own: descendants::Own,
+    /// The watcher, owned: never a stray of this launcher's.
+    _watcher: descendants::Own,
 }
 
 impl FormationCgroup {
@@ -200,8 +200,7 @@ impl FormationCgroup {
                 Ok(FormationCgroup {
                     dir,
                     parent,
-                    watcher,
-                    _own: own,
+                    _watcher: own,
                 })
             }
             Err(e) => {
@@ -215,11 +214,6 @@ impl FormationCgroup {
     /// The cgroup's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// The watcher's pid.
-    pub fn watcher(&self) -> u32 {
-        self.watcher
     }
 
     /// The launcher's last act, after its sweep: out of the cgroup, SIGKILL to
