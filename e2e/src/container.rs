@@ -114,7 +114,11 @@ pub struct Config {
 /// `/docker/<id>` there too); on a unified host, the host's cgroup namespace and
 /// `/sys/fs/cgroup` bound writable. `None` on a host with no cgroup v2.
 pub fn writable_cgroup2() -> Option<(&'static str, bool)> {
-    let v2 = |dir: &str| std::path::Path::new(dir).join("cgroup.controllers").is_file();
+    let v2 = |dir: &str| {
+        std::path::Path::new(dir)
+            .join("cgroup.controllers")
+            .is_file()
+    };
     if v2("/sys/fs/cgroup/unified") {
         Some(("/sys/fs/cgroup/unified:/sys/fs/cgroup/unified:rw", false))
     } else if v2("/sys/fs/cgroup") {

@@ -329,14 +329,18 @@ fn a_normal_end_leaves_no_cgroup_and_no_watcher() {
     }
     let t = team();
     let (mut launcher, lead, helper) = t.launch();
-    let (dir, watcher) =
-        formation_cgroup(launcher.id()).expect("a cgroup v2 is writable, yet the launcher made none");
+    let (dir, watcher) = formation_cgroup(launcher.id())
+        .expect("a cgroup v2 is writable, yet the launcher made none");
     assert!(dir.is_dir());
     kill(Pid::from_raw(launcher.id() as i32), Signal::SIGTERM).unwrap();
     launcher.wait().unwrap();
     // The launcher removed its cgroup before it exited; its watcher then exits.
     assert!(!dir.exists(), "the launcher left {dir:?}");
-    assert_gone_within(&watcher, Duration::from_secs(5), "the watcher after a normal end");
+    assert_gone_within(
+        &watcher,
+        Duration::from_secs(5),
+        "the watcher after a normal end",
+    );
     assert!(gone(&lead) && gone(&helper));
 }
 
@@ -393,8 +397,14 @@ fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!left.exists(), "the empty leftover {left:?} stayed");
-    assert!(busy_stayed, "a formation cgroup something ran in was removed");
-    assert!(other_stayed, "a cgroup not named for a formation was removed");
+    assert!(
+        busy_stayed,
+        "a formation cgroup something ran in was removed"
+    );
+    assert!(
+        other_stayed,
+        "a cgroup not named for a formation was removed"
+    );
 }
 
 #[test]
@@ -414,7 +424,10 @@ fn kill_9_of_the_launcher_with_a_stopped_member_leaves_nothing() {
     let killed = Instant::now();
     launcher.wait().unwrap();
     let bound = scaled_bound();
-    for (p, what) in [(&helper_member, "the stopped helper"), (&helper, "its grandchild")] {
+    for (p, what) in [
+        (&helper_member, "the stopped helper"),
+        (&helper, "its grandchild"),
+    ] {
         assert_gone_within(p, bound.saturating_sub(killed.elapsed()), what);
     }
     assert_gone_within(&lead, LIMIT, "the lead's grandchild");

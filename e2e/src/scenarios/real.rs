@@ -719,7 +719,10 @@ pub async fn escape_kill_group_cgroup() -> Result<Measured> {
     .await?;
     let gc = escaped(&f).await?;
     let pid = f.launch.pid;
-    let cgroup = f.sb.sh(&format!("cat /proc/{pid}/cgroup /proc/{gc}/cgroup")).await?.ok()?;
+    let cgroup =
+        f.sb.sh(&format!("cat /proc/{pid}/cgroup /proc/{gc}/cgroup"))
+            .await?
+            .ok()?;
     let inside = cgroup
         .stdout
         .lines()
