@@ -739,14 +739,13 @@ pub async fn escape_kill_group_cgroup() -> Result<Measured> {
         gone >= crate::scenarios::kills::GROUP_KILL - 0.5,
         "gone after {gone} s: the watcher kills the cgroup at 25 s, not before"
     );
-    let all = f.traces().await?;
-    for peer in PEERS {
-        traces::of(&all, peer)?.expect_end(true, "ok", 0, None)?;
-    }
+    traces::of(&f.traces().await?, "lead")?.expect_killed()?;
+    f.peers_wound_down_idle(PEERS).await?;
+    f.launcher_exit(137).await?;
     Ok(Measured {
         teardown: Some(gone),
         note: format!(
-            "entry's escaped grandchild {gc} ended by the formation cgroup's watcher (cgroup.kill at 25 s)"
+            "entry's escaped grandchild {gc} ended by the formation cgroup's watcher (cgroup.kill at 25 s); peers ok/0"
         ),
     })
 }
