@@ -244,6 +244,9 @@ catalogue! {
     E_RUN_007 = "E-RUN-007", "Task not taken",
         "`mur send` could not give the session its task: the door did not answer, refused the call (busy, ending, not authorized), or ended its stream before the task ended.",
         "Read the quoted answer; check the session with `mur ps` and its trace with `mur trace show`.";
+    E_RUN_008 = "E-RUN-008", "Not a formation cgroup",
+        "`mur formation-watch`, which only the launcher starts (docs/design/descendants.md), was given a directory that is no formation cgroup (a cgroup v2 named `murmur-frm_…` with `cgroup.kill`), or a launcher that is not `<pid>:<start time>`. It refuses rather than kill what such a cgroup holds.",
+        "Do not run it by hand: `mur run --roster` starts it with the formation's own cgroup.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";

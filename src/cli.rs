@@ -89,6 +89,9 @@ pub enum Command {
     /// Print mur's man page (roff).
     #[command(after_help = "Example:\n  mur man | man -l -")]
     Man,
+    /// The watcher of a formation's cgroup, started by the launcher (docs/design/descendants.md).
+    #[command(name = "formation-watch", hide = true)]
+    FormationWatch(crate::cgroup::WatchArgs),
 }
 
 /// `mur completions <shell>`
@@ -118,6 +121,7 @@ impl Command {
             Command::Doctor(_) => "doctor",
             Command::Completions(_) => "completions",
             Command::Man => "man",
+            Command::FormationWatch(_) => crate::cgroup::WATCH_COMMAND,
         }
     }
 }
@@ -138,6 +142,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Ps(args) => session::ops::ps(&args),
         Command::Trace(args) => session::ops::trace(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::FormationWatch(args) => crate::cgroup::watch(&args),
         Command::Completions(args) => {
             let mut script = Vec::new();
             clap_complete::generate(args.shell, &mut Cli::command(), "mur", &mut script);
@@ -176,7 +181,7 @@ mod tests {
             );
             checked.push(path.to_string());
             for sub in cmd.get_subcommands_mut() {
-                if sub.get_name() == "help" {
+                if sub.get_name() == "help" || sub.is_hide_set() {
                     continue;
                 }
                 let path = format!("{path} {}", sub.get_name());

@@ -96,15 +96,35 @@ pub fn below(root: u32, table: &[Proc]) -> Vec<Proc> {
 
 /// A pidfd for `p`, when `p` is still the process it was when it was read.
 fn pin(p: &Proc) -> Option<OwnedFd> {
-    let fd = pidfd_open(Pid::from_raw(p.pid as i32)?, PidfdFlags::empty()).ok()?;
+    pin_pid(p.pid, p.start)
+}
+
+/// A pidfd for process `pid`, when it is still the one that started at `start`
+/// (field 22 of /proc/<pid>/stat); `None` when it is gone or its pid was reused.
+pub fn pin_pid(pid: u32, start: u64) -> Option<OwnedFd> {
+    let fd = pidfd_open(Pid::from_raw(pid as i32)?, PidfdFlags::empty()).ok()?;
     // Opened after the read: if the pid was reused in between, the start time differs.
-    (stat(p.pid)?.start == p.start).then_some(fd)
+    (stat(pid)?.start == start).then_some(fd)
+}
+
+/// Processes no sweep of this one kills: the formation cgroup's watcher
+/// (`cgroup::FormationCgroup`), which must outlive the launcher that started it.
+static SPARED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+/// Keeps child `pid` out of every sweep.
+pub fn spare(pid: u32) {
+    SPARED.lock().unwrap_or_else(|e| e.into_inner()).insert(pid);
+}
+
+fn spared() -> BTreeSet<u32> {
+    SPARED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// The live descendants of `root` (and `root` itself when `with_root`), each pinned
 /// by a pidfd: signalling one later can only reach that very process.
 pub fn pin_tree(root: u32, with_root: bool) -> Vec<(Proc, OwnedFd)> {
     let me = std::process::id();
+    let spared = spared();
     let table = table();
     let mut targets = below(root, &table);
     if with_root && let Some(r) = table.iter().find(|p| p.pid == root) {
@@ -112,7 +132,7 @@ pub fn pin_tree(root: u32, with_root: bool) -> Vec<(Proc, OwnedFd)> {
     }
     targets
         .into_iter()
-        .filter(|p| !p.is_zombie() && p.pid != me)
+        .filter(|p| !p.is_zombie() && p.pid != me && !spared.contains(&p.pid))
         .filter_map(|p| Some((p, pin(&p)?)))
         .collect()
 }
@@ -135,7 +155,7 @@ pub fn kill_pinned(pinned: &[(Proc, OwnedFd)], until: Instant) -> usize {
         }
     }
     for (_, fd) in pinned {
-        wait_exited(fd, until);
+        wait_exited(fd, Some(until));
     }
     signalled
 }
@@ -157,14 +177,25 @@ pub fn sweep(root: u32, with_root: bool) -> usize {
     }
 }
 
-/// Waits until the pidfd's process has exited (its pidfd reads as readable), or `until`.
-fn wait_exited(fd: &OwnedFd, until: Instant) {
+/// Waits until the pidfd's process has exited (its pidfd reads as readable), or
+/// `until` (`None`: however long that takes).
+pub fn wait_exited(fd: &OwnedFd, until: Option<Instant>) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
-    let left = until.saturating_duration_since(Instant::now());
-    let ms = u16::try_from(left.as_millis()).unwrap_or(u16::MAX);
-    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let _ = poll(&mut fds, PollTimeout::from(ms));
+    loop {
+        let timeout = match until {
+            None => PollTimeout::NONE,
+            Some(until) => {
+                let left = until.saturating_duration_since(Instant::now());
+                PollTimeout::from(u16::try_from(left.as_millis()).unwrap_or(u16::MAX))
+            }
+        };
+        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, timeout) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            _ => return,
+        }
+    }
 }
 
 /// Sweeps every descendant of this process: the session's or launcher's last act.

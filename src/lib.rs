@@ -11,6 +11,7 @@ pub mod admission;
 pub mod agent;
 pub mod call_member;
 pub(crate) mod catalogue;
+pub mod cgroup;
 pub mod channel;
 pub mod cli;
 pub mod component;

@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::container::LogOutput;
 use testcontainers::bollard::exec::{StartExecOptions, StartExecResults};
-use testcontainers::bollard::models::ExecConfig;
+use testcontainers::bollard::models::{ExecConfig, HostConfigCgroupnsModeEnum};
 use testcontainers::bollard::query_parameters::{ListContainersOptions, RemoveContainerOptions};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt};
@@ -103,11 +103,39 @@ pub struct Sandbox {
 pub struct Config {
     /// A memory limit in bytes (swap held to the same, so there is none).
     pub memory: Option<i64>,
+    /// The host's cgroup v2 hierarchy, mounted writable where mur looks for it
+    /// ([`writable_cgroup2`]); Docker gives a container none by default.
+    pub cgroup2: bool,
+}
+
+/// How a container is given a writable cgroup v2, on this host: on a hybrid host
+/// (cgroup v1 controllers, an empty v2 hierarchy at `/sys/fs/cgroup/unified`), that
+/// hierarchy bound at the same place (the container's processes are in its
+/// `/docker/<id>` there too); on a unified host, the host's cgroup namespace and
+/// `/sys/fs/cgroup` bound writable. `None` on a host with no cgroup v2.
+pub fn writable_cgroup2() -> Option<(&'static str, bool)> {
+    let v2 = |dir: &str| {
+        std::path::Path::new(dir)
+            .join("cgroup.controllers")
+            .is_file()
+    };
+    if v2("/sys/fs/cgroup/unified") {
+        Some(("/sys/fs/cgroup/unified:/sys/fs/cgroup/unified:rw", false))
+    } else if v2("/sys/fs/cgroup") {
+        Some(("/sys/fs/cgroup:/sys/fs/cgroup:rw", true))
+    } else {
+        None
+    }
 }
 
 impl Sandbox {
     pub async fn start(scenario: &str, config: Config) -> Result<Sandbox> {
         let memory = config.memory;
+        let cgroup2 = if config.cgroup2 {
+            Some(writable_cgroup2().context("this host has no cgroup v2 to give the container")?)
+        } else {
+            None
+        };
         let request = GenericImage::new(IMAGE, TAG)
             .with_label(LABEL, scenario)
             .with_container_name(format!(
@@ -121,6 +149,12 @@ impl Sandbox {
                 if let Some(bytes) = memory {
                     hc.memory = Some(bytes);
                     hc.memory_swap = Some(bytes);
+                }
+                if let Some((bind, host_ns)) = cgroup2 {
+                    hc.binds = Some(vec![bind.to_string()]);
+                    if host_ns {
+                        hc.cgroupns_mode = Some(HostConfigCgroupnsModeEnum::HOST);
+                    }
                 }
             });
         let container = request

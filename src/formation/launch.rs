@@ -86,16 +86,40 @@ impl Places {
 /// descendant once every member stopped (docs/design/descendants.md). Only for a process
 /// that is the launcher: it kills every child it does not own.
 pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) -> i32 {
+    let key = match FormationKey::mint() {
+        Ok(key) => key,
+        Err(e) => {
+            stderr_line(format!("[mur run] error: cannot mint a formation key: {e}"));
+            return 1;
+        }
+    };
+    // Before any member starts, so all of them and theirs are in it.
+    let cgroup = match crate::cgroup::FormationCgroup::enter(key.formation_id().as_str()) {
+        Ok(cgroup) => {
+            tracing::info!("the formation's cgroup: {}", cgroup.dir().display());
+            Some(cgroup)
+        }
+        Err(why) => {
+            tracing::info!(
+                "no formation cgroup ({why}): a grandchild that escaped the entry member's harness outlives a kill of the launcher's group (docs/design/descendants.md)"
+            );
+            None
+        }
+    };
     crate::descendants::become_subreaper();
     // A stray gets what a member gets: SIGTERM, then SIGKILL 25 s later.
     let grace = timing::scaled(timing::WIND_DOWN_KILL);
     let strays = crate::descendants::watch_strays(STRAY_WATCH, Some(grace));
-    let status = launch(plan, options, places).await;
+    let status = launch(plan, options, places, key).await;
     strays.abort();
     let last = timing::scaled(LAST_STRAY_WAIT);
-    let _ =
-        tokio::task::spawn_blocking(move || crate::descendants::end_strays_then_sweep(grace, last))
-            .await;
+    let _ = tokio::task::spawn_blocking(move || {
+        crate::descendants::end_strays_then_sweep(grace, last);
+        if let Some(cgroup) = cgroup {
+            cgroup.end();
+        }
+    })
+    .await;
     status
 }
 
@@ -104,20 +128,14 @@ const STRAY_WATCH: Duration = Duration::from_millis(500);
 /// How long, at most, the launcher's end waits for strays to end on their SIGTERM.
 const LAST_STRAY_WAIT: Duration = Duration::from_secs(2);
 
-/// Launches `plan` and returns the launcher's exit status once every member stopped.
-pub async fn launch(plan: &Plan, options: &Options, places: &Places) -> i32 {
+/// Launches `plan` as formation `key` and returns the launcher's exit status once
+/// every member stopped. The key is dropped with the launch.
+pub async fn launch(plan: &Plan, options: &Options, places: &Places, key: FormationKey) -> i32 {
     let (started, wall) = options
         .started
         .unwrap_or_else(|| (std::time::Instant::now(), SystemTime::now()));
     let started = Instant::from_std(started);
     let deadline = options.deadline.map(|d| (started + d, wall + d));
-    let key = match FormationKey::mint() {
-        Ok(key) => key,
-        Err(e) => {
-            stderr_line(format!("[mur run] error: cannot mint a formation key: {e}"));
-            return 1;
-        }
-    };
     let formation = key.formation_id().to_string();
     let launch = Launch {
         plan,

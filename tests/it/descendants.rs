@@ -234,16 +234,114 @@ fn a_member_group_killed_at_25_s_leaves_no_grandchild() {
     );
 }
 
+/// Whether this process may make a cgroup v2 below its own with `cgroup.kill` (root
+/// on this project's machines; an ordinary user without delegation may not).
+fn cgroup_writable() -> bool {
+    let Some(own) = mur::cgroup::own_dir() else {
+        return false;
+    };
+    let probe = own.join(format!("murmur-probe-{}", std::process::id()));
+    let made = std::fs::create_dir(&probe).is_ok();
+    let kill = made && probe.join("cgroup.kill").is_file();
+    if made {
+        let _ = std::fs::remove_dir(&probe);
+    }
+    kill
+}
+
+/// The formation's cgroup the launcher moved itself into, and its watcher: a child of
+/// the launcher running `mur formation-watch`.
+fn formation_cgroup(launcher: u32) -> Option<(PathBuf, Proc)> {
+    let text = std::fs::read_to_string(format!("/proc/{launcher}/cgroup")).ok()?;
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let name = Path::new(path).file_name()?.to_str()?;
+    if !name.starts_with(mur::cgroup::PREFIX) {
+        return None;
+    }
+    let dir = mur::cgroup::own_dir()?.join(name);
+    let watcher = descendants::table().into_iter().find(|p| {
+        p.ppid == launcher
+            && std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("formation-watch"))
+    })?;
+    Some((dir, watcher))
+}
+
+/// The spec's 30 s teardown bound as the tests scale it, with 1 s of slack for the
+/// loaded machine the suite runs on.
+fn scaled_bound() -> Duration {
+    let scale: f64 = support::TIME_SCALE.parse().unwrap();
+    mur::timing::TEARDOWN_BOUND.mul_f64(scale) + Duration::from_secs(1)
+}
+
 #[test]
-fn kill_9_of_the_launcher_s_group_leaves_no_peer_grandchild() {
+fn kill_9_of_the_launcher_s_group_leaves_no_grandchild() {
     let t = team();
+    let mut decoy = Command::new("sleep").arg("600").spawn().unwrap();
+    let decoy_proc = descendants::stat(decoy.id()).unwrap();
     let (mut launcher, lead, helper) = t.launch();
+    let contained = formation_cgroup(launcher.id());
+    if contained.is_none() {
+        assert!(
+            !cgroup_writable(),
+            "a cgroup v2 is writable here, yet the launcher made none"
+        );
+    }
     killpg(Pid::from_raw(launcher.id() as i32), Signal::SIGKILL).unwrap();
+    let killed = Instant::now();
     launcher.wait().unwrap();
     assert_gone_within(&helper, LIMIT, "kill -9 of the launcher's group (helper)");
-    // The entry member died with the launcher, so nothing of mur is left to sweep its
-    // grandchild: only a cgroup covers this case (docs/design/descendants.md).
-    kill_leftover(&lead);
+    let Some((dir, watcher)) = contained else {
+        // The entry member died with the launcher and nothing of mur is left to sweep
+        // its grandchild: only a cgroup covers this case (docs/design/descendants.md).
+        eprintln!(
+            "SKIPPED the entry member's grandchild: no writable cgroup v2 here (docs/design/descendants.md)"
+        );
+        kill_leftover(&lead);
+        decoy.kill().unwrap();
+        decoy.wait().unwrap();
+        return;
+    };
+    // The watcher, outside the formation's cgroup, outlived the group kill; it gives
+    // what is left 25 s (scaled), then kills the cgroup.
+    let bound = scaled_bound().saturating_sub(killed.elapsed());
+    assert_gone_within(&lead, bound, "kill -9 of the launcher's group (lead)");
+    eprintln!(
+        "kill -9 of the launcher's group: the entry member's grandchild gone after {:?}",
+        killed.elapsed()
+    );
+    assert_gone_within(&watcher, LIMIT, "the watcher after its kill");
+    assert!(!dir.exists(), "the watcher left {dir:?}");
+    // Nothing outside the formation's cgroup was killed.
+    assert!(
+        decoy.try_wait().unwrap().is_none() && !gone(&decoy_proc),
+        "a process outside the formation was killed"
+    );
+    decoy.kill().unwrap();
+    decoy.wait().unwrap();
+}
+
+#[test]
+fn a_normal_end_leaves_no_cgroup_and_no_watcher() {
+    if !cgroup_writable() {
+        eprintln!("SKIPPED: no writable cgroup v2 here (docs/design/descendants.md)");
+        return;
+    }
+    let t = team();
+    let (mut launcher, lead, helper) = t.launch();
+    let (dir, watcher) = formation_cgroup(launcher.id())
+        .expect("a cgroup v2 is writable, yet the launcher made none");
+    assert!(dir.is_dir());
+    kill(Pid::from_raw(launcher.id() as i32), Signal::SIGTERM).unwrap();
+    launcher.wait().unwrap();
+    // The launcher removed its cgroup before it exited; its watcher then exits.
+    assert!(!dir.exists(), "the launcher left {dir:?}");
+    assert_gone_within(
+        &watcher,
+        Duration::from_secs(5),
+        "the watcher after a normal end",
+    );
+    assert!(gone(&lead) && gone(&helper));
 }
 
 #[test]
@@ -267,4 +365,72 @@ fn kill_9_of_a_peer_leaves_no_grandchild_while_the_formation_runs() {
     kill(launcher_pid, Signal::SIGTERM).unwrap();
     launcher.wait().unwrap();
     assert!(gone(&lead));
+}
+
+#[test]
+fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
+    if !cgroup_writable() {
+        eprintln!("SKIPPED: no writable cgroup v2 here (docs/design/descendants.md)");
+        return;
+    }
+    let own = mur::cgroup::own_dir().unwrap();
+    let me = std::process::id();
+    // What a killed watcher left: an empty formation cgroup, with an empty one below.
+    let left = own.join(format!("{}leftover{me}", mur::cgroup::PREFIX));
+    std::fs::create_dir_all(left.join(format!("{}inner", mur::cgroup::PREFIX))).unwrap();
+    // A formation cgroup something runs in, and a cgroup not named for a formation.
+    let busy = own.join(format!("{}busy{me}", mur::cgroup::PREFIX));
+    let other = own.join(format!("murmur-other{me}"));
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    let mut sleeper = Command::new("sleep").arg("600").spawn().unwrap();
+    std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+
+    mur::cgroup::remove_leftovers(&own);
+    let (busy_stayed, other_stayed) = (busy.is_dir(), other.is_dir());
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let _ = std::fs::remove_dir(&other);
+    let until = Instant::now() + LIMIT;
+    while std::fs::remove_dir(&busy).is_err() && busy.exists() {
+        assert!(Instant::now() < until, "cannot remove {busy:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!left.exists(), "the empty leftover {left:?} stayed");
+    assert!(
+        busy_stayed,
+        "a formation cgroup something ran in was removed"
+    );
+    assert!(
+        other_stayed,
+        "a cgroup not named for a formation was removed"
+    );
+}
+
+#[test]
+fn kill_9_of_the_launcher_with_a_stopped_member_leaves_nothing() {
+    if !cgroup_writable() {
+        eprintln!("SKIPPED: no writable cgroup v2 here (docs/design/descendants.md)");
+        return;
+    }
+    let t = team();
+    let (mut launcher, lead, helper) = t.launch();
+    let (dir, watcher) = formation_cgroup(launcher.id()).expect("no formation cgroup");
+    // A stopped helper cannot wind down, and its launcher, which would group-kill it
+    // at 25 s, is dead: the watcher kills what is left in the cgroup at 25 s (scaled).
+    let helper_member = descendants::stat(t.member_pid("helper") as u32).unwrap();
+    kill(Pid::from_raw(helper_member.pid as i32), Signal::SIGSTOP).unwrap();
+    kill(Pid::from_raw(launcher.id() as i32), Signal::SIGKILL).unwrap();
+    let killed = Instant::now();
+    launcher.wait().unwrap();
+    let bound = scaled_bound();
+    for (p, what) in [
+        (&helper_member, "the stopped helper"),
+        (&helper, "its grandchild"),
+    ] {
+        assert_gone_within(p, bound.saturating_sub(killed.elapsed()), what);
+    }
+    assert_gone_within(&lead, LIMIT, "the lead's grandchild");
+    assert_gone_within(&watcher, LIMIT, "the watcher after its kill");
+    assert!(!dir.exists(), "the watcher left {dir:?}");
 }

@@ -89,6 +89,7 @@ async fn run(w: &Rig, plan: &Plan) -> i32 {
             ..Options::default()
         },
         &w.places,
+        mur::credential::FormationKey::mint().unwrap(),
     )
     .await
 }

@@ -244,6 +244,7 @@ pub async fn oom_launcher() -> Result<Measured> {
         "oom-launcher",
         Config {
             memory: Some(LIMIT),
+            ..Config::default()
         },
     )
     .await?;

@@ -75,6 +75,9 @@ pub fn all() -> Vec<Scenario> {
         s("real-escape-kill-group", Real, || {
             Box::pin(real::escape_kill_group())
         }),
+        s("real-escape-kill-group-cgroup", Real, || {
+            Box::pin(real::escape_kill_group_cgroup())
+        }),
         s("real-escape-group-kill-25s", Real, || {
             Box::pin(real::escape_group_kill_25s())
         }),

@@ -275,6 +275,7 @@ pub async fn oom_launcher() -> Result<Measured> {
         "real-oom-launcher",
         Config {
             memory: Some(LIMIT),
+            ..Config::default()
         },
         vec![(
             "MUR_TEST_LAUNCHER_BALLOON",
@@ -661,7 +662,7 @@ async fn escaping_peer(scenario: &str) -> Result<(Real, u32)> {
 
 /// A kill of the launcher's group, with the escaped grandchild below a working peer:
 /// the peer's lifeline closes, it winds down and sweeps. (Below the entry member,
-/// which dies with the group, only a cgroup would end it: docs/design/descendants.md.)
+/// which dies with the group, only a cgroup ends it: `escape_kill_group_cgroup`.)
 pub async fn escape_kill_group() -> Result<Measured> {
     let (f, gc) = escaping_peer("real-escape-kill-group").await?;
     let at = fault(&f.sb, "KILL", &format!("-{}", f.launch.pid)).await?;
@@ -690,6 +691,61 @@ pub async fn escape_group_kill_25s() -> Result<Measured> {
         teardown: Some(gone),
         note: format!(
             "stopped peer group-killed at 25 s; its escaped grandchild {gc} ended by the launcher"
+        ),
+    })
+}
+
+/// A kill of the launcher's group with the escaped grandchild below the entry
+/// member, which dies with the group: nothing of mur is left above the grandchild.
+/// The container is given a writable cgroup v2 (`Config::cgroup2`), so the launcher
+/// made its formation's cgroup and its watcher (outside it, in a session of its own)
+/// outlives the kill: it gives the cgroup until 25 s, then `cgroup.kill`s it and
+/// removes it, and exits. Gone in [25 s, 30 s), the watcher included
+/// (docs/design/descendants.md, "The case only a cgroup covers").
+pub async fn escape_kill_group_cgroup() -> Result<Measured> {
+    let config = Config {
+        cgroup2: true,
+        ..Config::default()
+    };
+    let sb = Sandbox::start("real-escape-kill-group-cgroup", config).await?;
+    let f = start(
+        sb,
+        "escape",
+        &["--task", TASK],
+        &member_env(false, vec![]),
+        &["lead", "coder", "reviewer"],
+        &["lead"],
+    )
+    .await?;
+    let gc = escaped(&f).await?;
+    let pid = f.launch.pid;
+    let cgroup =
+        f.sb.sh(&format!("cat /proc/{pid}/cgroup /proc/{gc}/cgroup"))
+            .await?
+            .ok()?;
+    let inside = cgroup
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("0::") && l.contains("/murmur-frm_"))
+        .count();
+    ensure!(
+        inside == 2,
+        "the launcher and the grandchild are not both in a formation cgroup: {}",
+        cgroup.stdout
+    );
+    let at = fault(&f.sb, "KILL", &format!("-{pid}")).await?;
+    let gone = f.gone(at).await?;
+    ensure!(
+        gone >= crate::scenarios::kills::GROUP_KILL - 0.5,
+        "gone after {gone} s: the watcher kills the cgroup at 25 s, not before"
+    );
+    traces::of(&f.traces().await?, "lead")?.expect_killed()?;
+    f.peers_wound_down_idle(PEERS).await?;
+    f.launcher_exit(137).await?;
+    Ok(Measured {
+        teardown: Some(gone),
+        note: format!(
+            "entry's escaped grandchild {gc} ended by the formation cgroup's watcher (cgroup.kill at 25 s); peers ok/0"
         ),
     })
 }
