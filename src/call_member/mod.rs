@@ -84,6 +84,12 @@ pub enum CallError {
     #[error("{member}'s door could not be reached: {detail}")]
     Unreachable { member: String, detail: String },
     #[error(
+        "murmur:message/send takes a member's virtual address, http://<member>.formation.invalid (MURMUR_FORMATION_PEERS lists them); `{0}` is not one"
+    )]
+    NotVirtual(String),
+    #[error("the calling task has ended; the call was not made")]
+    Ended,
+    #[error(
         "the call's arguments are not {{\"member\": \"<name>\", \"task\": \"<the task in full>\"}}: {0}"
     )]
     Arguments(String),
@@ -148,7 +154,7 @@ impl Tool for CallMember {
     }
 }
 
-fn cut(s: &str) -> String {
+pub(crate) fn cut(s: &str) -> String {
     match s.char_indices().nth(200) {
         Some((at, _)) => format!("{}…", &s[..at]),
         None => s.to_string(),

@@ -16,6 +16,7 @@
 pub mod check;
 mod engine;
 mod hooks;
+mod message;
 mod state;
 mod tool;
 
@@ -220,6 +221,8 @@ pub struct Host {
     cache: PathBuf,
     limit: Duration,
     pending: Pending,
+    /// Where the member_call records of the hooks' murmur:message/send calls go.
+    trace: Option<Arc<crate::trace::TraceWriter>>,
 }
 
 impl Host {
@@ -230,7 +233,17 @@ impl Host {
             cache: cache_dir(),
             limit: crate::timing::scaled(crate::timing::COMPONENT_CALL),
             pending: Pending::default(),
+            trace: None,
         })
+    }
+
+    /// Records the hooks' murmur:message/send calls in `trace` (a tool's go in its
+    /// task's [`crate::call_member::Calls`]).
+    pub fn with_trace(mut self: Arc<Self>, trace: Arc<crate::trace::TraceWriter>) -> Arc<Self> {
+        if let Some(h) = Arc::get_mut(&mut self) {
+            h.trace = Some(trace);
+        }
+        self
     }
 
     /// Uses `cache` for compiled components instead of `~/.murmur/cache/components/`.
@@ -247,9 +260,10 @@ impl Host {
     }
 
     /// A fresh store for one call, made for a task of `trust` (the stamp on a request
-    /// to a virtual member address), its deadline armed.
-    fn store(&self, trust: Trust) -> Result<Store<State>, String> {
-        let state = State::new(&self.grants, self.limit, trust)?;
+    /// to a virtual member address), its deadline armed. `sender`: the task's calls,
+    /// for murmur:message/send.
+    fn store(&self, trust: Trust, sender: Option<message::Sender>) -> Result<Store<State>, String> {
+        let state = State::new(&self.grants, self.limit, trust, sender)?;
         let mut store = Store::new(engine::engine(), state);
         store.limiter(|s| s.limiter());
         store.set_epoch_deadline(1);

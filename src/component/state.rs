@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{
 };
 
 use super::Grants;
+use super::message::Sender;
 use crate::call_member::{Routed, Trust};
 
 /// Each instance's memory bound: linear memories together may not grow past it.
@@ -26,10 +27,17 @@ pub(super) struct State {
     limits: Limits,
     /// When the running call's time is up (see the epoch callback in `run`).
     pub deadline: Instant,
+    /// murmur:message/send's way out: `None` outside a formation.
+    pub(super) sender: Option<Sender>,
 }
 
 impl State {
-    pub(super) fn new(grants: &Grants, limit: Duration, trust: Trust) -> Result<State, String> {
+    pub(super) fn new(
+        grants: &Grants,
+        limit: Duration,
+        trust: Trust,
+        sender: Option<Sender>,
+    ) -> Result<State, String> {
         let mut wasi = WasiCtxBuilder::new();
         for (k, v) in &grants.env {
             wasi.env(k, v);
@@ -71,6 +79,7 @@ impl State {
                 hit: None,
             },
             deadline: Instant::now() + limit,
+            sender,
         })
     }
 

@@ -45,7 +45,7 @@ async fn a_virtual_member_address_reaches_the_real_door_with_the_runtime_token()
     let grants = Grants::of(&m, &w.proj, None).with_peers(Some(peers));
     let host = Host::new(Catalog::open(&dir, &m).unwrap(), grants)
         .with_cache(Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"));
-    let tools = host.tools(Trust::Trusted).await;
+    let tools = host.tools(Trust::Trusted, None).await;
     let tool = &tools[0];
 
     let (err, env) = probe(tool, json!({"op": "env"})).await;
