@@ -63,7 +63,9 @@ struct Entry {
 enum Started {
     Taken,
     /// Offered again in the background until `deadline`.
-    Busy { deadline: Instant },
+    Busy {
+        deadline: Instant,
+    },
 }
 
 impl Calls {
@@ -149,7 +151,9 @@ impl Calls {
         let Routed::Peer { member, url } = routed else {
             return Err(CallError::NotVirtual(cut(peer_url)));
         };
-        let (idx, _) = self.start(call_id, &member, url, text, Some(peer_url)).await?;
+        let (idx, _) = self
+            .start(call_id, &member, url, text, Some(peer_url))
+            .await?;
         let mut rx = self.version.subscribe();
         loop {
             if let Some(answer) = self.lock().get(idx).and_then(|e| e.answer.clone()) {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::message::Sender;
 use super::{Artifact, Host, Loaded, engine};
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput};
-use super::message::Sender;
 use crate::call_member::{Calls, Trust};
 
 mod bindings {

@@ -1,7 +1,7 @@
 //! A hook for the tests: appends `<event> <record>` to `hooks.log` in the work folder,
 //! and refuses a before_tool call whose record mentions `refuse-me`.
 
-wit_bindgen::generate!({ world: "hook-component", path: "../../../wit" });
+wit_bindgen::generate!({ world: "hook-component", path: "../../../wit", generate_all });
 
 use std::io::Write;
 

@@ -3,7 +3,9 @@
 //! - `{"op": "socket", "addr"}`: a raw TCP connection;
 //! - `{"op": "request", "scheme", "authority"?, "path", "host"?, "headers"?}`: an HTTP
 //!   GET with the given authority (none when absent), a Host header of its own, and
-//!   more headers (`[[name, value], ...]`).
+//!   more headers (`[[name, value], ...]`);
+//! - `{"op": "send", "url", "text"}`: murmur:message/send, the task as JSON
+//!   (`{"id", "state", "text"}`).
 use toolkit::{Guest, Output, Value, error, ok};
 
 struct Probe;
@@ -44,6 +46,12 @@ impl Guest for Probe {
                     Err(e) => error(e),
                 }
             }
+            "send" => match toolkit::send(s("url").unwrap_or(""), s("text").unwrap_or("")) {
+                Ok(t) => {
+                    ok(toolkit::json!({"id": t.id, "state": t.state, "text": t.text}).to_string())
+                }
+                Err(e) => error(e),
+            },
             other => error(format!("unknown op {other:?}")),
         }
     }
