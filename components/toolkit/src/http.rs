@@ -1,15 +1,18 @@
-//! A blocking GET/any-method request through wasi:http, for the guests here.
+//! A blocking GET or POST through wasi:http, for the guests here.
 
 use wasi::http::outgoing_handler;
+use wasi::http::types::OutgoingBody;
 use wasi::http::types::{ErrorCode, Fields, Method, OutgoingRequest, Scheme};
 use wasi::io::streams::StreamError;
 
-/// What a request is made of; `authority: None` sends a request with no authority.
+/// What a request is made of; `authority: None` sends a request with no authority,
+/// `body: Some` a POST with that body (else a GET).
 pub struct Request<'a> {
     pub scheme: &'a str,
     pub authority: Option<&'a str>,
     pub path: &'a str,
     pub headers: &'a [(&'a str, &'a str)],
+    pub body: Option<&'a str>,
 }
 
 /// `scheme://authority/path` split into a [`Request`].
@@ -26,6 +29,7 @@ pub fn parse(url: &str) -> Result<Request<'_>, String> {
         authority: Some(authority),
         path,
         headers: &[],
+        body: None,
     })
 }
 
@@ -38,7 +42,12 @@ pub fn send(req: &Request) -> Result<(u16, String), String> {
             .map_err(|e| format!("header {k}: {e:?}"))?;
     }
     let out = OutgoingRequest::new(headers);
-    out.set_method(&Method::Get).map_err(|()| "method")?;
+    let method = if req.body.is_some() {
+        Method::Post
+    } else {
+        Method::Get
+    };
+    out.set_method(&method).map_err(|()| "method")?;
     let scheme = match req.scheme {
         "http" => Scheme::Http,
         "https" => Scheme::Https,
@@ -48,7 +57,18 @@ pub fn send(req: &Request) -> Result<(u16, String), String> {
     out.set_authority(req.authority).map_err(|()| "authority")?;
     out.set_path_with_query(Some(req.path))
         .map_err(|()| "path")?;
+    let body = out.body().map_err(|()| "request body")?;
     let future = outgoing_handler::handle(out, None).map_err(describe)?;
+    if let Some(text) = req.body {
+        let stream = body.write().map_err(|()| "request body stream")?;
+        for chunk in text.as_bytes().chunks(4096) {
+            stream
+                .blocking_write_and_flush(chunk)
+                .map_err(|e| format!("writing the body: {e:?}"))?;
+        }
+        drop(stream);
+    }
+    OutgoingBody::finish(body, None).map_err(describe)?;
     future.subscribe().block();
     let response = future
         .get()

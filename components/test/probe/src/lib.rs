@@ -1,11 +1,13 @@
 //! A tool for the tests that tries what a component may not do:
 //! - `{"op": "env"}`: every environment variable it sees, `NAME=value` a line;
 //! - `{"op": "socket", "addr"}`: a raw TCP connection;
-//! - `{"op": "request", "scheme", "authority"?, "path", "host"?, "headers"?}`: an HTTP
-//!   GET with the given authority (none when absent), a Host header of its own, and
-//!   more headers (`[[name, value], ...]`);
+//! - `{"op": "request", "scheme", "authority"?, "path", "host"?, "headers"?, "body"?}`:
+//!   an HTTP GET (a POST of `body` when given) with the given authority (none when
+//!   absent), a Host header of its own, and more headers (`[[name, value], ...]`);
 //! - `{"op": "send", "url", "text"}`: murmur:message/send, the task as JSON
-//!   (`{"id", "state", "text"}`).
+//!   (`{"id", "state", "text"}`);
+//! - `{"op": "each", "ops": [...]}`: each op in turn, as a JSON array of
+//!   `{"error", "output"}`.
 use toolkit::{Guest, Output, Value, error, ok};
 
 struct Probe;
@@ -40,6 +42,7 @@ impl Guest for Probe {
                     authority: s("authority"),
                     path: s("path").unwrap_or("/"),
                     headers: &headers,
+                    body: s("body"),
                 };
                 match toolkit::http::send(&req) {
                     Ok((status, body)) => ok(format!("{status} {body}")),
@@ -52,6 +55,18 @@ impl Guest for Probe {
                 }
                 Err(e) => error(e),
             },
+            "each" => {
+                let all: Vec<Value> = args["ops"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|op| {
+                        let out = Probe::call(op.to_string());
+                        toolkit::json!({"error": out.is_error, "output": out.content})
+                    })
+                    .collect();
+                ok(Value::Array(all).to_string())
+            }
             other => error(format!("unknown op {other:?}")),
         }
     }
