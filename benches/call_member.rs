@@ -48,8 +48,14 @@ fn main() {
         let base = report("call-member round trip (call -> answer back)", &call);
         let tmp = tempfile::tempdir().unwrap();
         for (label, op) in [
-            ("component murmur:message/send to the virtual address", send_op()),
-            ("component wasi:http POST SendMessage to the virtual address", post_op()),
+            (
+                "component murmur:message/send to the virtual address",
+                send_op(),
+            ),
+            (
+                "component wasi:http POST SendMessage to the virtual address",
+                post_op(),
+            ),
         ] {
             let took = component(iters, &peers, tmp.path(), op).await;
             let median = report(label, &took);
@@ -191,8 +197,7 @@ async fn component(
     .unwrap();
     let m = mur::manifest::load(&dir.join("murmur.yaml")).unwrap();
     let grants = Grants::of(&m, &dir, None).with_peers(Some(peers.clone()));
-    let host =
-        Host::new(Catalog::open(&dir, &m).unwrap(), grants).with_cache(tmp.join("cache"));
+    let host = Host::new(Catalog::open(&dir, &m).unwrap(), grants).with_cache(tmp.join("cache"));
     let calls = Calls::new(CallsSpec {
         task_id: "t1".into(),
         peers: peers.clone(),

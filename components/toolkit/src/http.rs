@@ -35,6 +35,18 @@ pub fn parse(url: &str) -> Result<Request<'_>, String> {
 
 /// Sends the request; the status and body, or why it failed.
 pub fn send(req: &Request) -> Result<(u16, String), String> {
+    exchange(req).map(|r| (r.status, r.body))
+}
+
+/// What came back: everything of the response a component can observe.
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// Sends the request; the whole response, or why it failed.
+pub fn exchange(req: &Request) -> Result<Response, String> {
     let headers = Fields::new();
     for (k, v) in req.headers {
         headers
@@ -76,6 +88,12 @@ pub fn send(req: &Request) -> Result<(u16, String), String> {
         .map_err(|()| "response taken twice")?
         .map_err(describe)?;
     let status = response.status();
+    let headers = response
+        .headers()
+        .entries()
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
+        .collect();
     let body = response.consume().map_err(|()| "body")?;
     let stream = body.stream().map_err(|()| "body stream")?;
     let mut bytes = Vec::new();
@@ -88,7 +106,11 @@ pub fn send(req: &Request) -> Result<(u16, String), String> {
             }
         }
     }
-    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+    Ok(Response {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    })
 }
 
 fn describe(e: ErrorCode) -> String {

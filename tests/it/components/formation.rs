@@ -2,8 +2,9 @@
 //! the built-in model): the entry member's probe calls a member at its virtual
 //! address, through wasi:http and through murmur:message/send, and gets its answer; a
 //! member it may not call gets exactly the refusal a name that is no member gets; and
-//! no formation token shows in what the component saw, in any file (traces included)
-//! or on stdout and stderr. Issue 15, items 1 to 3, end to end.
+//! no formation token (nor a door's address) shows in what the component saw (the
+//! probe echoes its environment, the URL it set, the response's status, headers and
+//! body), in any file (traces included) or on stdout and stderr. Issue 15, items 1 to 3, end to end.
 //!
 //! planner (entry) may call coder; coder may call reviewer; planner may not call reviewer.
 
@@ -75,7 +76,7 @@ fn a_formation_members_tool_calls_a_peer_at_its_virtual_address() {
     ];
     let request = |authority: &str, headers: &[[&str; 2]]| {
         json!({"op": "request", "scheme": "http", "authority": authority, "path": "/",
-            "headers": headers, "body": send_message("Write the parser.")})
+            "headers": headers, "body": send_message("Write the parser."), "echo": true})
     };
     let send = |url: &str| json!({"op": "send", "url": url, "text": "Write the parser."});
     let ops = json!([
@@ -126,12 +127,16 @@ fn a_formation_members_tool_calls_a_peer_at_its_virtual_address() {
     // 2. wasi:http to coder's virtual address: coder's door ran the task and answered
     //    (the forged Authorization replaced by the runtime's token).
     assert!(!failed(1), "{}", output(1));
-    let (status, body) = output(1)
-        .split_once(' ')
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .unwrap();
-    assert_eq!(status, "200", "{body}");
-    let answer: Value = serde_json::from_str(&body).unwrap();
+    // The probe echoes all it observed: the URL it set, the status, every header.
+    let seen_http: Value = serde_json::from_str(&output(1)).unwrap();
+    assert_eq!(seen_http["url"], "http://coder.formation.invalid/");
+    assert_eq!(seen_http["status"], 200, "{seen_http}");
+    assert!(
+        !seen_http["headers"].as_array().unwrap().is_empty(),
+        "{seen_http}"
+    );
+    let body = seen_http["body"].as_str().unwrap();
+    let answer: Value = serde_json::from_str(body).unwrap();
     assert_eq!(
         answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{answer}"

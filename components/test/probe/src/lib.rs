@@ -4,6 +4,8 @@
 //! - `{"op": "request", "scheme", "authority"?, "path", "host"?, "headers"?, "body"?}`:
 //!   an HTTP GET (a POST of `body` when given) with the given authority (none when
 //!   absent), a Host header of its own, and more headers (`[[name, value], ...]`);
+//!   `"echo": true` answers with all it observed, as JSON: `{"url", "status",
+//!   "headers", "body"}`;
 //! - `{"op": "send", "url", "text"}`: murmur:message/send, the task as JSON
 //!   (`{"id", "state", "text"}`);
 //! - `{"op": "each", "ops": [...]}`: each op in turn, as a JSON array of
@@ -44,8 +46,14 @@ impl Guest for Probe {
                     headers: &headers,
                     body: s("body"),
                 };
-                match toolkit::http::send(&req) {
-                    Ok((status, body)) => ok(format!("{status} {body}")),
+                match toolkit::http::exchange(&req) {
+                    Ok(r) if args["echo"] == true => ok(toolkit::json!({
+                        "url": format!("{}://{}{}", req.scheme,
+                            req.authority.unwrap_or(""), req.path),
+                        "status": r.status, "headers": r.headers, "body": r.body,
+                    })
+                    .to_string()),
+                    Ok(r) => ok(format!("{} {}", r.status, r.body)),
                     Err(e) => error(e),
                 }
             }
