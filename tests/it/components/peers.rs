@@ -180,3 +180,63 @@ async fn message_send_reaches_a_member_at_its_virtual_address_and_waits_for_the_
     let (err, said) = probe(tool, json!({"op": "send", "url": real, "text": "x"})).await;
     assert!(err && said.contains("virtual address"), "{said}");
 }
+
+/// A hook's murmur:message/send: coder's door runs the task; the hook's call is
+/// recorded under the event's task, at the virtual address, call id `<event>.send-1`.
+#[tokio::test]
+async fn a_hook_sends_to_a_member_at_its_virtual_address() {
+    use crate::support::call_member as cm;
+    let key = FormationKey::mint().unwrap();
+    let (door, work) = cm::door(&key, "coder", mur::door::Acceptance::Single).await;
+    let w = World::new();
+    tokio::spawn(cm::agent_runner(
+        work,
+        None,
+        cm::trace(&w.path("."), "coder"),
+    ));
+    let peers = cm::peers(&key, "planner", &[("coder", &door.url())], &["localhost"]);
+    let trace = cm::trace(&w.path("."), "planner");
+    let dir = w.path("capsule");
+    std::fs::create_dir_all(dir.join("hooks")).unwrap();
+    std::fs::copy(guest("test-hook"), dir.join("hooks/log.wasm")).unwrap();
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        "name: planner\nversion: 1.0.0\ndescription: d\nagent:\n  transport: builtin\n\
+         capabilities:\n  network:\n    allow: [localhost]\n\
+         hooks:\n  - event: task_received\n    path: hooks/log.wasm\n",
+    )
+    .unwrap();
+    let m = mur::manifest::load(&dir.join("murmur.yaml")).unwrap();
+    let grants = Grants::of(&m, &w.proj, None).with_peers(Some(peers));
+    let host = Host::new(Catalog::open(&dir, &m).unwrap(), grants)
+        .with_cache(Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"))
+        .with_trace(trace.clone());
+    host.fire(
+        mur::manifest::HookEvent::TaskReceived,
+        json!({"task_id": "t7", "text": "hook-send"}),
+    )
+    .await
+    .unwrap();
+    let log = std::fs::read_to_string(w.proj.join("hooks.log")).unwrap();
+    assert!(log.contains("\nsent completed "), "{log}");
+    let call = cm::records(&trace)
+        .into_iter()
+        .find_map(|r| match r.event {
+            mur::trace::Event::MemberCall {
+                task_id,
+                call_id,
+                peer_url,
+                ..
+            } => Some((task_id, call_id, peer_url)),
+            _ => None,
+        })
+        .expect("a member_call record");
+    assert_eq!(call.0, "t7");
+    assert_eq!(call.1, "task_received.send-1");
+    assert_eq!(call.2.as_deref(), Some("http://coder.formation.invalid"));
+    // coder's door saw the hook's call as untrusted (a hook runs for no task).
+    let answer = cm::records(&trace)
+        .into_iter()
+        .any(|r| matches!(r.event, mur::trace::Event::MemberAnswer { .. }));
+    assert!(answer);
+}
