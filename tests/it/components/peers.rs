@@ -189,11 +189,8 @@ async fn a_hook_sends_to_a_member_at_its_virtual_address() {
     let key = FormationKey::mint().unwrap();
     let (door, work) = cm::door(&key, "coder", mur::door::Acceptance::Single).await;
     let w = World::new();
-    tokio::spawn(cm::agent_runner(
-        work,
-        None,
-        cm::trace(&w.path("."), "coder"),
-    ));
+    let coder_trace = cm::trace(&w.path("."), "coder");
+    tokio::spawn(cm::agent_runner(work, None, coder_trace.clone()));
     let peers = cm::peers(&key, "planner", &[("coder", &door.url())], &["localhost"]);
     let trace = cm::trace(&w.path("."), "planner");
     let dir = w.path("capsule");
@@ -234,9 +231,16 @@ async fn a_hook_sends_to_a_member_at_its_virtual_address() {
     assert_eq!(call.0, "t7");
     assert_eq!(call.1, "task_received.send-1");
     assert_eq!(call.2.as_deref(), Some("http://coder.formation.invalid"));
-    // coder's door saw the hook's call as untrusted (a hook runs for no task).
     let answer = cm::records(&trace)
         .into_iter()
         .any(|r| matches!(r.event, mur::trace::Event::MemberAnswer { .. }));
     assert!(answer);
+    // coder's door took the hook's call as untrusted (a hook runs for no task).
+    let trust = cm::records(&coder_trace)
+        .into_iter()
+        .find_map(|r| match r.event {
+            mur::trace::Event::A2aTaskReceived { trust, .. } => trust,
+            _ => None,
+        });
+    assert_eq!(trust.as_deref(), Some("untrusted"));
 }
