@@ -10,6 +10,7 @@
 //! call ─ SendMessage(returnImmediately) at the callee's door ─┬─ taken ─ SubscribeToTask ─ answer
 //!                                                            └─ -32050 busy ─ offered again
 //! component host ── Peers::peers_env() / Peers::route(url, headers, trust)
+//!                   Calls::send_wait(call_id, peer_url, text)   (murmur:message/send)
 //! ```
 
 mod calls;

@@ -10,7 +10,8 @@
 //! Components are WASI 0.2 components of the worlds in wit/capsule.wit. Each call runs
 //! in a store of its own: environment only from `capabilities.env.allow`, files only
 //! the work folder (".") and the session's tmp/ ("/tmp"), network only through
-//! wasi:http to hosts `capabilities.network.allow` reaches, no sockets; CPU bounded per
+//! wasi:http to hosts `capabilities.network.allow` reaches, no sockets; in a formation,
+//! `murmur:message/send` to the members it may call (`message`); CPU bounded per
 //! call ([`crate::timing::COMPONENT_CALL`]), memory per instance ([`MEMORY_LIMIT`]).
 
 pub mod check;
