@@ -1,10 +1,15 @@
 //! A call-member round trip on loopback (goal: under 5 ms), beside a bare HTTP round
-//! trip in the same run.
+//! trip in the same run; and a WASM component's call of the same callee at its
+//! virtual address (`http://coder.formation.invalid`), through murmur:message/send and
+//! through a wasi:http POST of SendMessage (goal: within 1.5× of call-member).
 //!
 //! `cargo bench --bench call_member` (MUR_BENCH_ITERS sets the iterations, default
 //! 2000). The round trip is what a caller pays for one call: `Calls::call` (SendMessage
 //! with returnImmediately at a real door, formation token) until `Calls::wait_all`
-//! holds the answer (SubscribeToTask, then GetTask). The callee answers at once.
+//! holds the answer (SubscribeToTask, then GetTask). The callee answers at once. A
+//! component's round trip is one call of the probe tool (tests' guest, a fresh instance
+//! from the InstancePre, as every tool call is) that makes the call and returns the
+//! answer.
 
 // A bench is a program that prints its figures; it uses some of the dev-dependencies.
 #![allow(
@@ -24,6 +29,8 @@ use mur::credential::FormationKey;
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, WorkReceiver};
 use tokio_util::sync::CancellationToken;
 
+#[path = "../tests/it/support/guests.rs"]
+mod guests;
 #[path = "support/measure.rs"]
 mod measure;
 
@@ -36,12 +43,33 @@ fn main() {
     rt.block_on(async {
         let bare = bare_http(iters).await;
         report("bare HTTP round trip (reqwest -> axum, keep-alive)", &bare);
-        let call = call_member(iters).await;
-        report("call-member round trip (call -> answer back)", &call);
+        let (door, peers) = callee().await;
+        let call = call_member(iters, &peers).await;
+        let base = report("call-member round trip (call -> answer back)", &call);
+        let tmp = tempfile::tempdir().unwrap();
+        for (label, op) in [
+            (
+                "component murmur:message/send to the virtual address",
+                send_op(),
+            ),
+            (
+                "component wasi:http POST SendMessage to the virtual address",
+                post_op(),
+            ),
+        ] {
+            let took = component(iters, &peers, tmp.path(), op).await;
+            let median = report(label, &took);
+            println!(
+                "  {:.2}x call-member's median (goal: within 1.5x)",
+                median.as_secs_f64() / base.as_secs_f64()
+            );
+        }
+        drop(door);
     });
 }
 
-fn report(label: &str, samples: &[Duration]) {
+/// Prints the samples' figures; returns their median.
+fn report(label: &str, samples: &[Duration]) -> Duration {
     let mut s = samples.to_vec();
     s.sort();
     let at = |q: f64| s[((s.len() as f64 - 1.0) * q) as usize];
@@ -54,6 +82,7 @@ fn report(label: &str, samples: &[Duration]) {
         at(0.9).as_secs_f64() * 1e3,
         at(0.99).as_secs_f64() * 1e3
     );
+    at(0.5)
 }
 
 async fn bare_http(iters: usize) -> Vec<Duration> {
@@ -86,7 +115,8 @@ async fn echo(mut work: WorkReceiver) {
     }
 }
 
-async fn call_member(iters: usize) -> Vec<Duration> {
+/// coder's door, answering every task at once, and planner's peers (it may call coder).
+async fn callee() -> (Door, Arc<Peers>) {
     let key = FormationKey::mint().unwrap();
     let mut config = DoorConfig::new("ses_bench", "operator-token-0123456789");
     config.public = false;
@@ -96,7 +126,7 @@ async fn call_member(iters: usize) -> Vec<Duration> {
         member: "coder".parse().unwrap(),
     });
     config.acceptance = Acceptance::Single;
-    config.limits.max_tasks = 1000;
+    config.limits.max_tasks = 100_000;
     let (door, work) = Door::start(config).await.unwrap();
     tokio::spawn(echo(work));
     let token = key.issue("planner", "coder");
@@ -106,7 +136,10 @@ async fn call_member(iters: usize) -> Vec<Duration> {
     )
     .unwrap();
     peers.add_doors([("coder".parse().unwrap(), door.url())].into());
-    let peers = Arc::new(peers);
+    (door, Arc::new(peers))
+}
+
+async fn call_member(iters: usize, peers: &Arc<Peers>) -> Vec<Duration> {
     let cancel = CancellationToken::new();
     let mut out = Vec::with_capacity(iters);
     for i in 0..iters + 50 {
@@ -125,6 +158,71 @@ async fn call_member(iters: usize) -> Vec<Duration> {
         assert!(!told.is_error, "{}", told.output);
         assert_eq!(answers.len(), 1);
         assert_eq!(answers[0].text, "done: write it");
+        if i >= 50 {
+            out.push(took);
+        }
+    }
+    out
+}
+
+fn send_op() -> serde_json::Value {
+    serde_json::json!({"op": "send", "url": "http://coder.formation.invalid", "text": "write it"})
+}
+
+fn post_op() -> serde_json::Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER",
+        "parts": [{"text": "write it"}]}}});
+    serde_json::json!({"op": "request", "scheme": "http",
+        "authority": "coder.formation.invalid", "path": "/",
+        "headers": [["a2a-version", "1.0"], ["content-type", "application/json"]],
+        "body": body.to_string()})
+}
+
+/// `iters` calls of the probe tool with `op` (each a call of coder), in a planner
+/// capsule whose network reaches localhost.
+async fn component(
+    iters: usize,
+    peers: &Arc<Peers>,
+    tmp: &std::path::Path,
+    op: serde_json::Value,
+) -> Vec<Duration> {
+    use mur::agent::ToolCall;
+    use mur::component::{Catalog, Grants, Host};
+    let dir = tmp.join("planner");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::copy(guests::guest("test-probe"), dir.join("tools/probe.wasm")).unwrap();
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        "name: planner\nversion: 1.0.0\ndescription: d\nagent:\n  transport: builtin\n\
+         capabilities:\n  network:\n    allow: [localhost]\n\
+         tools:\n  - name: probe\n    path: tools/probe.wasm\n    description: p\n",
+    )
+    .unwrap();
+    let m = mur::manifest::load(&dir.join("murmur.yaml")).unwrap();
+    let grants = Grants::of(&m, &dir, None).with_peers(Some(peers.clone()));
+    let host = Host::new(Catalog::open(&dir, &m).unwrap(), grants).with_cache(tmp.join("cache"));
+    let calls = Calls::new(CallsSpec {
+        task_id: "t1".into(),
+        peers: peers.clone(),
+        trace: None,
+        trust: Trust::Trusted,
+        config: CallConfig::default(),
+        session_deadline: None,
+    });
+    let tools = host.tools(Trust::Trusted, Some(calls)).await;
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "probe".into(),
+        arguments: op,
+    };
+    let mut out = Vec::with_capacity(iters);
+    for i in 0..iters + 50 {
+        let start = Instant::now();
+        let got = tools[0].call(&call).await;
+        let took = start.elapsed();
+        assert!(!got.is_error, "{}", got.output);
+        assert!(got.output.contains("done: write it"), "{}", got.output);
         if i >= 50 {
             out.push(took);
         }

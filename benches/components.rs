@@ -74,7 +74,7 @@ fn call() -> ToolCall {
 async fn first_call(dir: &Path, cache: &Path) -> Duration {
     let started = Instant::now();
     let tools = host(dir, cache)
-        .tools(mur::call_member::Trust::Trusted)
+        .tools(mur::call_member::Trust::Trusted, None)
         .await;
     let out = tools[0].call(&call()).await;
     let took = started.elapsed();
@@ -138,7 +138,7 @@ fn main() {
             cached.push(first_call(&dir, &cache).await);
         }
         let tools = host(&dir, &cache)
-            .tools(mur::call_member::Trust::Trusted)
+            .tools(mur::call_member::Trust::Trusted, None)
             .await;
         tools[0].call(&call()).await;
         let mut warm = Vec::new();

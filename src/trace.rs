@@ -126,7 +126,8 @@ pub enum Event {
         /// How long the call took, hooks included.
         duration_ms: u64,
     },
-    /// call-member handed a task to another member of the formation.
+    /// call-member, or a component's murmur:message/send, handed a task to another
+    /// member of the formation.
     MemberCall {
         task_id: crate::a2a::TaskId,
         call_id: String,
@@ -135,6 +136,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         member_task_id: Option<crate::a2a::TaskId>,
         text: String,
+        /// The address a component's murmur:message/send named: the member's virtual
+        /// address (`http://<member>.formation.invalid`), never its real door URL.
+        /// Absent for the call-member tool's calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        peer_url: Option<String>,
     },
     /// call-member offered a task to a member that was busy (`-32050`): one record per
     /// refused offer. The offer it takes is the `member_call` record.

@@ -358,6 +358,12 @@ impl From<String> for TaskId {
     }
 }
 
+impl From<TaskId> for String {
+    fn from(id: TaskId) -> String {
+        id.0
+    }
+}
+
 impl From<&str> for TaskId {
     fn from(s: &str) -> TaskId {
         TaskId(s.to_string())

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{DoorClient, Sent, answer_text};
 use super::fence::{self, Answer};
-use super::{CallConfig, Peers, Trust};
+use super::{CallConfig, CallError, Peers, Routed, Trust, cut};
 use crate::a2a;
 use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
@@ -52,6 +52,8 @@ struct Entry {
     member: String,
     member_task_id: Option<crate::a2a::TaskId>,
     reply: Reply<Answer>,
+    /// The virtual address a component's murmur:message/send named.
+    via: Option<String>,
 }
 
 impl Pending for Entry {
@@ -59,6 +61,15 @@ impl Pending for Entry {
     fn reply(&mut self) -> &mut Reply<Answer> {
         &mut self.reply
     }
+}
+
+/// How a call's first SendMessage went.
+enum Started {
+    Taken,
+    /// Offered again in the background until `deadline`.
+    Busy {
+        deadline: Instant,
+    },
 }
 
 impl Calls {
@@ -102,36 +113,96 @@ impl Calls {
         if !peers.may_call(member) {
             return ToolOutput::error(peers.not_callable(member).to_string());
         }
-        if self.calls.ended().is_cancelled() {
-            return ToolOutput::error("the calling task has ended; the call was not made");
-        }
         let url = match peers.reach(member).await {
             Ok(u) => u,
             Err(e) => return ToolOutput::error(e.to_string()),
         };
-        let Some(door) = self.client(member, url.clone()) else {
-            return ToolOutput::error(peers.not_callable(member).to_string());
+        match self.start(call_id, member, url, task, None).await {
+            Ok((_, Started::Taken)) => ToolOutput::ok(format!(
+                "{member} holds the task. Its answer comes back into this task, fenced under \
+                 member:{member}, when your turn ends."
+            )),
+            Ok((_, Started::Busy { deadline })) => ToolOutput::ok(format!(
+                "{member} is busy: it already holds every task it takes at once. The runtime \
+                 keeps offering it the task until it takes it or the call's deadline passes \
+                 (in {}s); either way its answer comes back into this task, fenced under \
+                 member:{member}, when your turn ends.",
+                deadline.saturating_duration_since(Instant::now()).as_secs()
+            )),
+            Err(e) => ToolOutput::error(e.to_string()),
+        }
+    }
+
+    /// murmur:message/send from one of the task's components: `peer_url` routed by
+    /// [`Peers::route`] (the one refusal for a name it may not call, the door waited
+    /// for, the reach rule), then the call made as call-member makes it (busy members
+    /// offered again), and its answer waited for here rather than fenced into the
+    /// task. The trace's member_call names `peer_url`, the virtual address.
+    pub async fn send_wait(
+        self: &Arc<Self>,
+        call_id: &str,
+        peer_url: &str,
+        text: &str,
+    ) -> Result<Answer, CallError> {
+        let mut scratch = reqwest::header::HeaderMap::new();
+        let routed = self
+            .spec
+            .peers
+            .route(peer_url, &mut scratch, self.spec.trust)
+            .await?;
+        let Routed::Peer { member, url } = routed else {
+            return Err(CallError::NotVirtual(cut(peer_url)));
         };
-        match door.send(task).await {
-            Ok(Sent::Taken(id)) => {
+        let (idx, _) = self
+            .start(call_id, &member, url, text, Some(peer_url))
+            .await?;
+        let mut rx = self.calls.subscribe();
+        loop {
+            if let Some(answer) = self.lock().get(idx).and_then(|e| e.reply.answer.clone()) {
+                return Ok(answer);
+            }
+            tokio::select! {
+                _ = rx.changed() => {}
+                () = self.calls.ended().cancelled() => return Err(CallError::Ended),
+            }
+        }
+    }
+
+    /// Makes a call at `url`, the member's checked door: one SendMessage, then (in the
+    /// background) the answer followed, or offers repeated while the member is busy.
+    /// `via` is a component's virtual address: that call's answer is the component's,
+    /// not owed to the task's turn end. Returns the call's index.
+    async fn start(
+        self: &Arc<Self>,
+        call_id: &str,
+        member: &str,
+        url: reqwest::Url,
+        task: &str,
+        via: Option<&str>,
+    ) -> Result<(usize, Started), CallError> {
+        if self.calls.ended().is_cancelled() {
+            return Err(CallError::Ended);
+        }
+        let door = self
+            .client(member, url.clone())
+            .ok_or_else(|| self.spec.peers.not_callable(member))?;
+        match door.send(task).await? {
+            Sent::Taken(id) => {
                 self.record(Event::MemberCall {
                     task_id: self.spec.task_id.clone(),
                     call_id: call_id.to_string(),
                     member: member.to_string(),
                     member_task_id: Some(id.clone()),
                     text: task.to_string(),
+                    peer_url: via.map(str::to_string),
                 });
-                let idx = self.push(call_id, member, Some(id.clone()));
+                let idx = self.push(call_id, member, Some(id.clone()), via);
                 let me = self.clone();
                 let member = member.to_string();
                 tokio::spawn(async move { me.watch(idx, &member, url, id).await });
-                ToolOutput::ok(format!(
-                    "{} holds the task. Its answer comes back into this task, fenced under \
-                     member:{}, when your turn ends.",
-                    door.member, door.member
-                ))
+                Ok((idx, Started::Taken))
             }
-            Ok(Sent::Busy) => {
+            Sent::Busy => {
                 let deadline = self.deadline();
                 let first = self.spec.config.offer_first;
                 self.record(Event::MemberOffer {
@@ -142,19 +213,12 @@ impl Calls {
                     retry_in_ms: (Instant::now() + first < deadline)
                         .then_some(first.as_millis() as u64),
                 });
-                let idx = self.push(call_id, member, None);
+                let idx = self.push(call_id, member, None, via);
                 let me = self.clone();
                 let (member_s, task_s) = (member.to_string(), task.to_string());
                 tokio::spawn(async move { me.offer(idx, &member_s, &task_s, url, deadline).await });
-                ToolOutput::ok(format!(
-                    "{member} is busy: it already holds every task it takes at once. The runtime \
-                     keeps offering it the task until it takes it or the call's deadline passes \
-                     (in {}s); either way its answer comes back into this task, fenced under \
-                     member:{member}, when your turn ends.",
-                    deadline.saturating_duration_since(Instant::now()).as_secs()
-                ))
+                Ok((idx, Started::Busy { deadline }))
             }
-            Err(e) => ToolOutput::error(e.to_string()),
         }
     }
 
@@ -172,13 +236,19 @@ impl Calls {
         call_id: &str,
         member: &str,
         member_task_id: Option<crate::a2a::TaskId>,
+        via: Option<&str>,
     ) -> usize {
         let mut st = self.lock();
         st.push(Entry {
             call_id: call_id.to_string(),
             member: member.to_string(),
             member_task_id,
-            reply: Reply::awaited(),
+            // A component's call is answered to the component, never at turn end.
+            reply: Reply {
+                answer: None,
+                delivered: via.is_some(),
+            },
+            via: via.map(str::to_string),
         });
         st.len() - 1
     }
@@ -296,6 +366,7 @@ impl Calls {
                         member: member.to_string(),
                         member_task_id: Some(id.clone()),
                         text: task.to_string(),
+                        peer_url: self.lock().get(idx).and_then(|e| e.via.clone()),
                     });
                     if let Some(e) = self.lock().get_mut(idx) {
                         e.member_task_id = Some(id.clone());

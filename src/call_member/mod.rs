@@ -10,6 +10,7 @@
 //! call ─ SendMessage(returnImmediately) at the callee's door ─┬─ taken ─ SubscribeToTask ─ answer
 //!                                                            └─ -32050 busy ─ offered again
 //! component host ── Peers::peers_env() / Peers::route(url, headers, trust)
+//!                   Calls::send_wait(call_id, peer_url, text)   (murmur:message/send)
 //! ```
 
 mod calls;
@@ -26,7 +27,7 @@ use crate::agent::{self, BoxFuture, Tool, ToolCall, ToolOutput};
 
 pub use calls::{Calls, CallsSpec};
 pub use fence::Answer;
-pub use peers::{PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, reaches, reaches_host};
+pub use peers::{PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, is_virtual_host, reaches, reaches_host};
 
 pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 
@@ -83,6 +84,12 @@ pub enum CallError {
     },
     #[error("{member}'s door could not be reached: {detail}")]
     Unreachable { member: String, detail: String },
+    #[error(
+        "murmur:message/send takes a member's virtual address, http://<member>.formation.invalid (MURMUR_FORMATION_PEERS lists them); `{0}` is not one"
+    )]
+    NotVirtual(String),
+    #[error("the calling task has ended; the call was not made")]
+    Ended,
     #[error(
         "the call's arguments are not {{\"member\": \"<name>\", \"task\": \"<the task in full>\"}}: {0}"
     )]
@@ -148,7 +155,7 @@ impl Tool for CallMember {
     }
 }
 
-fn cut(s: &str) -> String {
+pub(crate) fn cut(s: &str) -> String {
     match s.char_indices().nth(200) {
         Some((at, _)) => format!("{}…", &s[..at]),
         None => s.to_string(),

@@ -26,6 +26,13 @@ use crate::timing;
 pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
 /// Every virtual address is under this name; `.invalid` never resolves (RFC 2606).
 pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
+
+/// Whether `host` is a virtual member address, `<member name>.formation.invalid`.
+pub fn is_virtual_host(host: &str) -> bool {
+    host.strip_suffix(VIRTUAL_DOMAIN)
+        .and_then(|h| h.strip_suffix('.'))
+        .is_some_and(MemberName::is_valid)
+}
 /// Every door listens here, at a port chosen at launch.
 const DOOR_HOST: &str = "127.0.0.1";
 /// Below the door's 10 s keep-alive (docs/design/door.md), so a pooled connection is
@@ -341,6 +348,22 @@ fn split_host_port(entry: &str) -> (&str, Option<u16>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_virtual_host_is_a_member_name_under_the_domain() {
+        assert!(is_virtual_host("coder.formation.invalid"));
+        for not in [
+            "formation.invalid",
+            ".formation.invalid",
+            "Coder.formation.invalid",
+            "a.b.formation.invalid",
+            "coder.formation.invalid.evil",
+            "coderformation.invalid",
+            "127.0.0.1:8080",
+        ] {
+            assert!(!is_virtual_host(not), "{not}");
+        }
+    }
     use rstest::rstest;
 
     const DOOR: &str = "http://127.0.0.1:40123/";

@@ -53,7 +53,9 @@ impl Host {
             Loaded::Driver(pre) => pre,
             _ => return Err(Failure::new(format!("{} is not a driver", artifact.rel))),
         };
-        let mut store = self.store_limited(trust, limit).map_err(Failure::new)?;
+        let mut store = self
+            .store_limited(trust, limit, None)
+            .map_err(Failure::new)?;
         let what = format!("agent.driver {}", artifact.rel);
         let key = api_key.map(str::to_string);
         let ran = self

@@ -20,6 +20,7 @@ mod bindings {
         path: "wit",
         world: "hook-component",
         exports: { default: async },
+        with: { "murmur:message/send": crate::component::message::send },
     });
 }
 
@@ -90,8 +91,30 @@ impl Host {
         let Loaded::Hook(pre) = artifact.loaded(&self.cache).await? else {
             return Err(format!("{} is not a hook", artifact.rel));
         };
-        // A hook runs for no task of its own: its requests to members are untrusted.
-        let mut store = self.store(crate::call_member::Trust::Untrusted)?;
+        // A hook runs for no task of its own: its requests to members are untrusted,
+        // and its murmur:message/send calls are its own, recorded under the task the
+        // event names (none for the session's events).
+        let trust = crate::call_member::Trust::Untrusted;
+        let calls = self.grants.peers.clone().map(|peers| {
+            let task_id = serde_json::from_str::<Value>(record)
+                .ok()
+                .and_then(|r| r["task_id"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            crate::call_member::Calls::new(crate::call_member::CallsSpec {
+                task_id: task_id.into(),
+                peers,
+                trace: self.trace.clone(),
+                trust,
+                config: crate::call_member::CallConfig::default(),
+                session_deadline: None,
+            })
+        });
+        let sender = calls.clone().map(|calls| super::message::Sender {
+            calls,
+            call_id: event.as_str().to_string(),
+            sent: 0,
+        });
+        let mut store = self.store(trust, sender)?;
         let what = format!("{} hook `{}`", event.as_str(), artifact.rel);
         let event = event.as_str();
         let said = self
@@ -101,8 +124,12 @@ impl Host {
                     .call_handle(&mut *store, event, record)
                     .await
             })
-            .await?;
-        said.map_err(|reason| format!("{what} refused: {reason}"))
+            .await;
+        // What the hook's calls still follow stops with it.
+        if let Some(calls) = calls {
+            calls.end();
+        }
+        said?.map_err(|reason| format!("{what} refused: {reason}"))
     }
 
     /// `tools`, each wrapped so that its calls run the before_tool and after_tool hooks

@@ -11,13 +11,15 @@
 //! Components are WASI 0.2 components of the worlds in wit/capsule.wit. Each call runs
 //! in a store of its own: environment only from `capabilities.env.allow`, files only
 //! the work folder (".") and the session's tmp/ ("/tmp"), network only through
-//! wasi:http to hosts `capabilities.network.allow` reaches, no sockets; CPU bounded per
+//! wasi:http to hosts `capabilities.network.allow` reaches, no sockets; in a formation,
+//! `murmur:message/send` to the members it may call (`message`); CPU bounded per
 //! call ([`crate::timing::COMPONENT_CALL`]), memory per instance ([`MEMORY_LIMIT`]).
 
 pub mod check;
 mod driver;
 mod engine;
 mod hooks;
+mod message;
 mod state;
 mod tool;
 
@@ -238,6 +240,8 @@ pub struct Host {
     cache: PathBuf,
     limit: Duration,
     pending: Pending,
+    /// Where the member_call records of the hooks' murmur:message/send calls go.
+    trace: Option<Arc<crate::trace::TraceWriter>>,
 }
 
 impl Host {
@@ -248,7 +252,17 @@ impl Host {
             cache: cache_dir(),
             limit: crate::timing::scaled(crate::timing::COMPONENT_CALL),
             pending: Pending::default(),
+            trace: None,
         })
+    }
+
+    /// Records the hooks' murmur:message/send calls in `trace` (a tool's go in its
+    /// task's [`crate::call_member::Calls`]).
+    pub fn with_trace(mut self: Arc<Self>, trace: Arc<crate::trace::TraceWriter>) -> Arc<Self> {
+        if let Some(h) = Arc::get_mut(&mut self) {
+            h.trace = Some(trace);
+        }
+        self
     }
 
     /// Uses `cache` for compiled components instead of `~/.murmur/cache/components/`.
@@ -265,15 +279,21 @@ impl Host {
     }
 
     /// A fresh store for one call, made for a task of `trust` (the stamp on a request
-    /// to a virtual member address), its deadline armed.
-    fn store(&self, trust: Trust) -> Result<Store<State>, String> {
-        self.store_limited(trust, self.limit)
+    /// to a virtual member address), its deadline armed. `sender`: the task's calls,
+    /// for murmur:message/send.
+    fn store(&self, trust: Trust, sender: Option<message::Sender>) -> Result<Store<State>, String> {
+        self.store_limited(trust, self.limit, sender)
     }
 
     /// [`Host::store`] bounded by `limit` instead of the per-call bound (a driver's
     /// turn takes `agent.timeout`).
-    fn store_limited(&self, trust: Trust, limit: Duration) -> Result<Store<State>, String> {
-        let state = State::new(&self.grants, limit, trust)?;
+    fn store_limited(
+        &self,
+        trust: Trust,
+        limit: Duration,
+        sender: Option<message::Sender>,
+    ) -> Result<Store<State>, String> {
+        let state = State::new(&self.grants, limit, trust, sender)?;
         let mut store = Store::new(engine::engine(), state);
         store.limiter(|s| s.limiter());
         store.set_epoch_deadline(1);

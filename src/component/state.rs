@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{
 };
 
 use super::Grants;
+use super::message::Sender;
 use crate::call_member::{Routed, Trust};
 
 /// Each instance's memory bound: linear memories together may not grow past it.
@@ -26,10 +27,17 @@ pub(super) struct State {
     limits: Limits,
     /// When the running call's time is up (see the epoch callback in `run`).
     pub deadline: Instant,
+    /// murmur:message/send's way out: `None` outside a formation.
+    pub(super) sender: Option<Sender>,
 }
 
 impl State {
-    pub(super) fn new(grants: &Grants, limit: Duration, trust: Trust) -> Result<State, String> {
+    pub(super) fn new(
+        grants: &Grants,
+        limit: Duration,
+        trust: Trust,
+        sender: Option<Sender>,
+    ) -> Result<State, String> {
         let mut wasi = WasiCtxBuilder::new();
         for (k, v) in &grants.env {
             wasi.env(k, v);
@@ -71,6 +79,7 @@ impl State {
                 hit: None,
             },
             deadline: Instant::now() + limit,
+            sender,
         })
     }
 
@@ -188,7 +197,11 @@ impl WasiHttpHooks for Net {
             self.limit,
         );
         Box::new(async move {
+            // A member's door is shown its virtual name as Host, so what it answers
+            // (its Agent Card's URL) names the virtual address, never the real one.
+            let mut shown_host = None;
             if let Some(url) = virtual_address(request.uri()) {
+                shown_host = request.uri().host().map(str::to_ascii_lowercase);
                 let routed = match &peers {
                     Some(p) => p.route(&url, request.headers_mut(), trust).await,
                     None => return Err(HttpError::HttpRequestDenied),
@@ -205,7 +218,7 @@ impl WasiHttpHooks for Net {
                 }
             }
             let authority = destination(&allow, request.uri())?;
-            let host = http::HeaderValue::from_str(&authority)
+            let host = http::HeaderValue::from_str(shown_host.as_deref().unwrap_or(&authority))
                 .map_err(|_| HttpError::HttpRequestUriInvalid)?;
             request.headers_mut().insert(http::header::HOST, host);
             let bound = |t: Option<Duration>| Some(t.map_or(limit, |t| t.min(limit)));

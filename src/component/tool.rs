@@ -7,15 +7,17 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::message::Sender;
 use super::{Artifact, Host, Loaded, engine};
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput};
-use crate::call_member::Trust;
+use crate::call_member::{Calls, Trust};
 
 mod bindings {
     wasmtime::component::bindgen!({
         path: "wit",
         world: "tool-component",
         exports: { default: async },
+        with: { "murmur:message/send": crate::component::message::send },
     });
 }
 
@@ -29,6 +31,9 @@ pub struct WasmTool {
     artifact: Arc<Artifact>,
     host: Arc<Host>,
     trust: Trust,
+    /// The task's calls: where its murmur:message/send calls go (`None` outside a
+    /// formation).
+    calls: Option<Arc<Calls>>,
 }
 
 impl Host {
@@ -36,8 +41,13 @@ impl Host {
     /// cache beside the compiled component when there is one, else from one call of
     /// the component's `schema()` (and is cached). A tool whose schema cannot be had
     /// is still offered, with an open object schema; its calls report why. `trust` is
-    /// the task's: the stamp on the tools' requests to members.
-    pub async fn tools(self: &Arc<Self>, trust: Trust) -> Vec<Arc<dyn Tool>> {
+    /// the task's: the stamp on the tools' requests to members; `calls` the task's
+    /// calls, which the tools' murmur:message/send calls join.
+    pub async fn tools(
+        self: &Arc<Self>,
+        trust: Trust,
+        calls: Option<Arc<Calls>>,
+    ) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for (t, artifact) in &self.catalog.tools {
             let schema = match self.schema(artifact, &t.name).await {
@@ -57,6 +67,7 @@ impl Host {
                 artifact: artifact.clone(),
                 host: self.clone(),
                 trust,
+                calls: calls.clone(),
             }));
         }
         tools
@@ -78,7 +89,7 @@ impl Host {
         let Loaded::Tool(pre) = artifact.loaded(&self.cache).await? else {
             return Err(format!("{} is not a tool", artifact.rel));
         };
-        let mut store = self.store(Trust::Untrusted)?;
+        let mut store = self.store(Trust::Untrusted, None)?;
         let what = format!("tool `{name}` (schema)");
         let text = self
             .bounded::<String>(&what, &mut store, async |store| {
@@ -94,13 +105,15 @@ impl Host {
         Ok(value)
     }
 
-    /// Runs one call of tool `name`.
+    /// Runs call `call_id` of tool `name`; its murmur:message/send calls join `calls`.
     pub async fn call_tool(
         &self,
         artifact: &Artifact,
         name: &str,
         arguments: &Value,
         trust: Trust,
+        call_id: &str,
+        calls: Option<Arc<Calls>>,
     ) -> ToolOutput {
         let pre = match artifact.loaded(&self.cache).await {
             Ok(Loaded::Tool(pre)) => pre,
@@ -109,7 +122,12 @@ impl Host {
             }
             Err(e) => return ToolOutput::error(e),
         };
-        let mut store = match self.store(trust) {
+        let sender = calls.map(|calls| Sender {
+            calls,
+            call_id: call_id.to_string(),
+            sent: 0,
+        });
+        let mut store = match self.store(trust, sender) {
             Ok(s) => s,
             Err(e) => return ToolOutput::error(e),
         };
@@ -152,9 +170,13 @@ impl Tool for WasmTool {
         self.schema.clone()
     }
     fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(
-            self.host
-                .call_tool(&self.artifact, &self.name, &call.arguments, self.trust),
-        )
+        Box::pin(self.host.call_tool(
+            &self.artifact,
+            &self.name,
+            &call.arguments,
+            self.trust,
+            &call.id,
+            self.calls.clone(),
+        ))
     }
 }

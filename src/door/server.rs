@@ -36,6 +36,8 @@ pub(super) const MAX_ID_BYTES: usize = 256;
 pub(crate) struct Shared {
     pub auth: Auth,
     pub card: Bytes,
+    /// The card as served to a formation member's component at its virtual address.
+    pub card_doc: AgentCard,
     pub store: TaskStore,
     pub events: SessionEvents,
     pub work: mpsc::UnboundedSender<Work>,
@@ -54,10 +56,12 @@ impl Shared {
         work: mpsc::UnboundedSender<Work>,
         shutdown: CancellationToken,
     ) -> Arc<Shared> {
-        let card = serde_json::to_vec(&agent_card(&config, addr)).unwrap_or_default();
+        let card_doc = agent_card(&config, addr);
+        let card = serde_json::to_vec(&card_doc).unwrap_or_default();
         Arc::new(Shared {
             auth: Auth::new(&config),
             card: Bytes::from(card),
+            card_doc,
             store,
             events,
             work,
@@ -203,7 +207,24 @@ const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 /// How long the door waits, when it shuts down, for responses under way to finish.
 pub(super) const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-async fn card(State(s): State<Arc<Shared>>) -> Response {
+/// The Agent Card. Asked for at a virtual member address (`Host:
+/// <member>.formation.invalid`, as a member's runtime sends a component's request), it
+/// names that address: a component never learns a door's real URL.
+async fn card(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let virtual_host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| crate::call_member::is_virtual_host(h));
+    let body = match virtual_host {
+        Some(host) => {
+            let mut card = s.card_doc.clone();
+            for i in &mut card.supported_interfaces {
+                i.url = format!("http://{host}/");
+            }
+            Bytes::from(serde_json::to_vec(&card).unwrap_or_default())
+        }
+        None => s.card.clone(),
+    };
     (
         [
             (
@@ -212,7 +233,7 @@ async fn card(State(s): State<Arc<Shared>>) -> Response {
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        s.card.clone(),
+        body,
     )
         .into_response()
 }

@@ -233,7 +233,7 @@ impl Stage<'_> {
                     Some(records.tmp_dir()),
                 )
                 .with_peers(self.member.as_ref().map(|m| m.peers.clone()));
-                crate::component::Host::new(catalog, grants)
+                crate::component::Host::new(catalog, grants).with_trace(trace.clone())
             });
         let env = Arc::new(TaskEnv {
             components: components.clone(),

@@ -165,7 +165,7 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     }
     // The capsule's WASM tools, and its before_tool/after_tool hooks around every tool.
     if let Some(host) = &env.components {
-        tools.extend(host.tools(work.trust).await);
+        tools.extend(host.tools(work.trust, calls.clone()).await);
         tools = host.hooked(task_id.as_str(), tools);
     }
     let mut agent = Agent::new(AgentSpec {

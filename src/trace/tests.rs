@@ -69,6 +69,7 @@ fn every_event() -> Vec<Event> {
             member: "reviewer".into(),
             member_task_id: Some("t9".into()),
             text: "review".into(),
+            peer_url: Some("http://reviewer.formation.invalid".into()),
         },
         Event::MemberOffer {
             task_id: "t1".into(),

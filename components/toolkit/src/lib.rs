@@ -6,9 +6,12 @@ wit_bindgen::generate!({
     path: "../../wit",
     pub_export_macro: true,
     default_bindings_module: "toolkit",
+    generate_all,
 });
 
 pub use exports::murmur::capsule::tool::{Guest, Output};
+/// murmur:message/send: give a formation member work at its virtual address.
+pub use murmur::message::send::{Task, send};
 pub use serde_json::{Value, json};
 
 /// A result for the model.

@@ -3,6 +3,7 @@
 //! calls a test lists, and through the http transport with the test model server.
 
 mod driver;
+mod formation;
 mod grants;
 mod hooks;
 mod http;

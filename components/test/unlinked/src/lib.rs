@@ -1,6 +1,6 @@
 //! A tool that imports `test:odd/missing`, which no host provides: it cannot be linked.
 
-wit_bindgen::generate!({ world: "test:odd/odd-tool", path: ["../../../wit", "wit"] });
+wit_bindgen::generate!({ world: "test:odd/odd-tool", path: ["../../../wit", "wit"], generate_all });
 
 use exports::murmur::capsule::tool::{Guest, Output};
 
