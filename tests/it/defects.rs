@@ -1,13 +1,12 @@
 //! The defects of issue 18 (1a–1d), each with a test that failed before its fix.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::World;
 use crate::support::session::wait_for;
-use crate::support::{KillOnDrop, World};
 
 /// `mur new --roster team`, installed; `alone`: the roster keeps only the entry member.
 fn team(alone: bool) -> (World, std::path::PathBuf) {
@@ -33,30 +32,11 @@ fn team(alone: bool) -> (World, std::path::PathBuf) {
     (w, project)
 }
 
-/// Starts `mur run --roster --json` and returns it with its readiness object.
-fn launch(w: &World, project: &std::path::Path) -> (KillOnDrop, Value) {
-    let launcher = w
-        .mur_in(project)
-        .args(["run", "--roster", "--json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut launcher = KillOnDrop(launcher);
-    let mut first = String::new();
-    BufReader::new(launcher.0.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let ready = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
-    (launcher, ready)
-}
-
 #[test]
 fn stop_reaches_a_formation_that_has_no_formation_json() {
     // A roster with no peers makes no formation directory and no marker (1a).
     let (w, project) = team(true);
-    let (mut launcher, ready) = launch(&w, &project);
+    let (mut launcher, ready) = w.launch_json(&project);
     let frm = ready["formation_id"].as_str().unwrap();
     assert!(!w.home.join(".murmur/formations").join(frm).exists());
     let stop = w.mur().args(["stop", frm]).output().unwrap();

@@ -131,20 +131,7 @@ fn ps_all_lists_ended_sessions_newest_first_and_trace_show_speaks_json() {
 #[test]
 fn send_gives_a_running_formation_or_session_a_task() {
     let (w, project) = team();
-    let launcher = w
-        .mur_in(&project)
-        .args(["run", "--roster", "--json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut launcher = crate::support::KillOnDrop(launcher);
-    let mut first = String::new();
-    BufReader::new(launcher.0.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let ready: Value = serde_json::from_str(&first).unwrap();
+    let (mut launcher, ready) = w.launch_json(&project);
     let frm = ready["formation_id"].as_str().unwrap();
     let lead = ready["members"][0]["session_id"].as_str().unwrap();
     let helper = ready["members"][1]["session_id"].as_str().unwrap();

@@ -4,13 +4,8 @@
 //! capsule name's suggestion, the version the run inferred, and W-RUN-010. Filtered as
 //! human_output.rs filters.
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-
-use serde_json::Value;
-
 use crate::human_output::{filtered, run, run_in, stderr_as_user, team};
-use crate::support::{KillOnDrop, World, stderr, stdout};
+use crate::support::{World, stderr, stdout};
 
 /// stdout, then stderr as the user sees it, under headings.
 fn both(out: &std::process::Output) -> String {
@@ -67,20 +62,7 @@ fn a_bare_capsule_name_gets_a_suggestion() {
 #[test]
 fn send_to_a_running_formation() {
     let (w, team) = team();
-    let launcher = w
-        .mur_in(&team)
-        .args(["run", "--roster", "--json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut launcher = KillOnDrop(launcher);
-    let mut first = String::new();
-    BufReader::new(launcher.0.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let ready: Value = serde_json::from_str(&first).unwrap();
+    let (mut launcher, ready) = w.launch_json(&team);
     let frm = ready["formation_id"].as_str().unwrap().to_string();
     let out = run(&w, &["send", &frm, "Plan a picnic."], 0);
     assert!(run(&w, &["stop", &frm], 0).status.success());

@@ -49,6 +49,27 @@ impl Default for World {
 }
 
 impl World {
+    /// Starts `mur run --roster --json` in `project` and returns it with its readiness
+    /// object (the first line of its stdout).
+    pub fn launch_json(&self, project: &Path) -> (KillOnDrop, serde_json::Value) {
+        use std::io::BufRead;
+        let launcher = self
+            .mur_in(project)
+            .args(["run", "--roster", "--json"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut launcher = KillOnDrop(launcher);
+        let mut first = String::new();
+        std::io::BufReader::new(launcher.0.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let ready = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
+        (launcher, ready)
+    }
+
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
