@@ -289,13 +289,14 @@ mod tests {
         let command = format!(
             "( setsid sh -c 'trap \"\" TERM; echo $$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 600' </dev/null >/dev/null 2>&1 & ); while [ ! -e {p} ]; do sleep 0.01; done; sleep 600"
         );
-        let ran = run(&config(dir.path()), &command, Duration::from_secs(2))
+        // Long enough for the grandchild to start and write its pid on a loaded machine.
+        let ran = run(&config(dir.path()), &command, Duration::from_secs(5))
             .await
             .unwrap();
         assert!(ran.timed_out);
         assert_eq!(ran.signal, Some(9));
         let pid: u32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
+            .expect("the grandchild wrote its pid before the timeout")
             .trim()
             .parse()
             .unwrap();

@@ -63,6 +63,13 @@ impl Pending for Entry {
     }
 }
 
+/// When the next offer to a busy member is made: `pause` from now, unless that is past
+/// the deadline (then none is).
+fn next_offer(pause: std::time::Duration, deadline: Instant) -> Option<Instant> {
+    let at = Instant::now() + pause;
+    (at < deadline).then_some(at)
+}
+
 /// How a call's first SendMessage went.
 enum Started {
     Taken,
@@ -205,18 +212,20 @@ impl Calls {
             Sent::Busy => {
                 let deadline = self.deadline();
                 let first = self.spec.config.offer_first;
+                let next = next_offer(first, deadline);
                 self.record(Event::MemberOffer {
                     task_id: self.spec.task_id.clone(),
                     call_id: call_id.to_string(),
                     member: member.to_string(),
                     offer: 1,
-                    retry_in_ms: (Instant::now() + first < deadline)
-                        .then_some(first.as_millis() as u64),
+                    retry_in_ms: next.map(|_| first.as_millis() as u64),
                 });
                 let idx = self.push(call_id, member, None, via);
                 let me = self.clone();
                 let (member_s, task_s) = (member.to_string(), task.to_string());
-                tokio::spawn(async move { me.offer(idx, &member_s, &task_s, url, deadline).await });
+                tokio::spawn(async move {
+                    me.offer(idx, &member_s, &task_s, url, deadline, next).await
+                });
                 Ok((idx, Started::Busy { deadline }))
             }
         }
@@ -330,6 +339,7 @@ impl Calls {
         task: &str,
         url: reqwest::Url,
         deadline: Instant,
+        mut next: Option<Instant>,
     ) {
         let Some(door) = self.client(member, url.clone()) else {
             return;
@@ -338,12 +348,13 @@ impl Calls {
         let mut pause = config.offer_first;
         let mut offers: u32 = 1;
         loop {
-            let wake = (Instant::now() + pause).min(deadline);
             tokio::select! {
-                () = tokio::time::sleep_until(wake) => {}
+                () = tokio::time::sleep_until(next.unwrap_or(deadline)) => {}
                 () = self.calls.ended().cancelled() => return,
             }
-            if Instant::now() >= deadline {
+            // Whether another offer follows was decided, and recorded, with the last
+            // one: a late wake-up neither drops a promised offer nor adds one.
+            if next.is_none() {
                 let waited = config.deadline.as_secs_f32();
                 self.settle(
                     idx,
@@ -388,13 +399,13 @@ impl Calls {
                 }
                 Ok(Sent::Busy) => {
                     pause = (pause * 2).min(config.offer_max);
+                    next = next_offer(pause, deadline);
                     self.record(Event::MemberOffer {
                         task_id: self.spec.task_id.clone(),
                         call_id: self.call_id(idx),
                         member: member.to_string(),
                         offer: offers,
-                        retry_in_ms: (Instant::now() + pause < deadline)
-                            .then_some(pause.as_millis() as u64),
+                        retry_in_ms: next.map(|_| pause.as_millis() as u64),
                     });
                 }
                 Err(e) => {
