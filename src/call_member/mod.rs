@@ -27,7 +27,10 @@ use crate::agent::{self, BoxFuture, Tool, ToolCall, ToolOutput};
 
 pub use calls::{Calls, CallsSpec};
 pub use fence::Answer;
-pub use peers::{PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, is_virtual_host, reaches, reaches_host};
+pub use peers::{
+    PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, is_virtual_host, reaches, reaches_host,
+    virtual_member,
+};
 
 pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 

@@ -27,11 +27,20 @@ pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
 /// Every virtual address is under this name; `.invalid` never resolves (RFC 2606).
 pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
 
+/// The name a host under formation.invalid gives (`coder` for
+/// `coder.formation.invalid`, empty for the domain itself); `None` for any other host.
+/// `host` in lower case. The one reading of a virtual address: routing, the
+/// components' requests and the door's Agent Card all go through it.
+pub fn virtual_member(host: &str) -> Option<&str> {
+    if host == VIRTUAL_DOMAIN {
+        return Some("");
+    }
+    host.strip_suffix(VIRTUAL_DOMAIN)?.strip_suffix('.')
+}
+
 /// Whether `host` is a virtual member address, `<member name>.formation.invalid`.
 pub fn is_virtual_host(host: &str) -> bool {
-    host.strip_suffix(VIRTUAL_DOMAIN)
-        .and_then(|h| h.strip_suffix('.'))
-        .is_some_and(MemberName::is_valid)
+    virtual_member(host).is_some_and(MemberName::is_valid)
 }
 /// Every door listens here, at a port chosen at launch.
 const DOOR_HOST: &str = "127.0.0.1";
@@ -259,11 +268,7 @@ impl Peers {
         let Some(host) = parsed.host_str().map(str::to_ascii_lowercase) else {
             return Ok(Routed::Direct);
         };
-        let member = if host == VIRTUAL_DOMAIN {
-            ""
-        } else if let Some(m) = host.strip_suffix(&format!(".{VIRTUAL_DOMAIN}")) {
-            m
-        } else {
+        let Some(member) = virtual_member(&host) else {
             return Ok(Routed::Direct);
         };
         if parsed.scheme() != "http" || parsed.port().is_some() || !self.may_call(member) {

@@ -241,8 +241,7 @@ impl WasiHttpHooks for Net {
 /// The request's URL when its host is under formation.invalid (the runtime routes it).
 fn virtual_address(uri: &http::Uri) -> Option<String> {
     let host = uri.host()?.to_ascii_lowercase();
-    let domain = crate::call_member::VIRTUAL_DOMAIN;
-    (host == domain || host.ends_with(&format!(".{domain}"))).then(|| uri.to_string())
+    crate::call_member::virtual_member(&host).map(|_| uri.to_string())
 }
 
 /// The request's authority when the allow list reaches it: http or https only, a host

@@ -115,9 +115,9 @@ async fn send_message(
     let req: SendMessageRequest = params(call.params)?;
     check_message(&req.message)?;
     let config = req.configuration.unwrap_or_default();
-    let (task_id, mut state) = if req.message.task_id.is_some() {
+    let (task_id, mut state) = if let Some(id) = req.message.task_id.clone() {
         // A reply to a task waiting for input.
-        let (handle, state) = s.store.reply(&caller, req.message)?;
+        let (handle, state) = s.store.reply(&caller, &id, req.message)?;
         (handle.id().clone(), state)
     } else {
         let created = s.store.create(caller.clone(), req.message.clone())?;

@@ -298,11 +298,11 @@ impl TaskStore {
     pub(crate) fn reply(
         &self,
         caller: &Credential,
+        id: &TaskId,
         mut message: Message,
     ) -> Result<(TaskHandle, watch::Receiver<TaskState>), RpcError> {
-        let id = message.task_id.clone().unwrap_or_else(|| TaskId::from(""));
         let mut state = self.lock();
-        let entry = visible(&state, caller, &id)?;
+        let entry = visible(&state, caller, id)?;
         if let Some(ctx) = &message.context_id
             && *ctx != entry.task.context_id
         {
@@ -320,7 +320,7 @@ impl TaskStore {
         message.context_id = Some(entry.task.context_id.clone());
         let entry = state
             .tasks
-            .get_mut(&id)
+            .get_mut(id)
             .ok_or_else(RpcError::task_not_found)?;
         let reply = entry.reply.take();
         entry
@@ -332,9 +332,9 @@ impl TaskStore {
             return Err(RpcError::unsupported("the task has already ended"));
         };
         let handle = TaskHandle { inner };
-        set_status(&mut state, &id, TaskState::Working, None);
+        set_status(&mut state, id, TaskState::Working, None);
         // Subscribed after WORKING is set, so a waiter sees only what follows.
-        let rx = state.tasks[&id].state.subscribe();
+        let rx = state.tasks[id].state.subscribe();
         if let Some(reply) = reply {
             let _ = reply.send(message);
         }

@@ -64,17 +64,7 @@ fn a_verbose_parent_s_child_logs_as_much() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("(local/boss 1.0.0) serving at"), "{stderr}");
-    let logs: Vec<_> = files_under(&w.records_root())
-        .into_iter()
-        .filter(|f| {
-            f.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("delegate-")
-        })
-        .collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    let log = the_delegate_log(&w);
     assert!(
         log.contains("[mur run] note: session ses_")
             && log.contains("(local/kid 1.0.0) serving at"),
@@ -212,17 +202,7 @@ fn a_child_inherits_only_the_formation_id_and_refuses_formation_tokens() {
     parent.wait().unwrap();
     wait_gone(pid);
     // The child printed no W-RUN-007 (its stderr is the parent's logs/delegate-*.log).
-    let logs: Vec<_> = files_under(&w.records_root())
-        .into_iter()
-        .filter(|f| {
-            f.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("delegate-")
-        })
-        .collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    let log = the_delegate_log(&w);
     assert!(!log.contains("W-RUN-007"), "{log}");
 }
 
@@ -319,4 +299,19 @@ fn a_formation_member_delegates_and_its_child_ends_with_the_formation() {
         gone(pid),
         "the launcher exited, leaving the delegated child"
     );
+}
+
+/// The one child's stderr, the parent's `logs/delegate-*.log`.
+fn the_delegate_log(w: &World) -> String {
+    let logs: Vec<_> = files_under(&w.records_root())
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("delegate-")
+        })
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    std::fs::read_to_string(&logs[0]).unwrap()
 }
