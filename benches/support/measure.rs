@@ -25,6 +25,30 @@ pub fn knob<T: std::str::FromStr>(name: &str, full: T, small: T) -> T {
         .unwrap_or_else(|| sized(full, small))
 }
 
+/// Appends one measured figure to the file named by `MUR_BENCH_OUT`, as a JSON line
+/// `{"bench", "figure", "labels", "value", "unit", "smoke"}` (`just bench` sets it to
+/// target/bench/results.jsonl and scripts/bench-report.py renders
+/// benchmarks/report.md from it). Without `MUR_BENCH_OUT` nothing is written: the
+/// bench's printed lines are its whole output. `labels` tells apart the figures of one
+/// name (the server, the round, the member count...).
+pub fn record(bench: &str, figure: &str, labels: serde_json::Value, value: f64, unit: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("MUR_BENCH_OUT") else {
+        return;
+    };
+    let line = serde_json::json!({
+        "bench": bench, "figure": figure, "labels": labels,
+        "value": value, "unit": unit, "smoke": smoke(),
+    });
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("MUR_BENCH_OUT {}: {e}", path.display()));
+    // One write per line, so benches run one after another never interleave.
+    file.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
 /// VmRSS of a process, in MiB.
 pub fn vm_rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
