@@ -17,6 +17,12 @@ use crate::diag::Diagnostic;
 /// What is on disk once a write returns, should the machine crash right after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Durability {
+    /// Nothing is synced: the rename still makes the write atomic for a reader, but a
+    /// crash of the machine may leave the old file, an empty one or none. For what
+    /// describes a live process (`~/.murmur/running/`: meaningless once the machine
+    /// restarts) and for what another thread syncs later (MURMUR.md, by the records'
+    /// flusher). It keeps a sync off a session's start-up.
+    Unsynced,
     /// The bytes are synced (`fdatasync`) before the rename; the rename itself may be
     /// lost, leaving the old file. For records the session rewrites.
     Data,
@@ -76,6 +82,7 @@ fn write(
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     match durability {
+        Durability::Unsynced => {}
         Durability::Data => tmp.as_file().sync_data()?,
         Durability::File | Durability::Folder => tmp.as_file().sync_all()?,
     }
@@ -114,6 +121,7 @@ mod tests {
     fn every_durability_replaces_whole_with_the_mode_asked_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         for (durability, mode) in [
+            (Durability::Unsynced, 0o600),
             (Durability::Data, 0o600),
             (Durability::File, 0o644),
             (Durability::Folder, 0o640),

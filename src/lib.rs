@@ -6,6 +6,12 @@
 // The unit tests use only some of the dev-dependencies (the rest serve tests/ and benches/).
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
+/// The allocator of mur and of everything that links the library (tests, benches):
+/// with glibc's malloc a task spent about a fifth of its CPU allocating
+/// (docs/benchmarks.md). `no_thp`: without it idle RSS grew by 6 MiB of huge pages.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod a2a;
 pub mod admission;
 pub mod agent;

@@ -7,6 +7,7 @@
 use std::fs::DirBuilder;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::agent::{Artifact, FileContent, Outcome, Part};
 use crate::catalogue;
@@ -21,11 +22,20 @@ pub(crate) use flush::Flusher;
 pub(crate) const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
 
 /// A session's records directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Records {
     pub dir: PathBuf,
     pub session_id: String,
+    /// out/result.txt and its spare, kept open once written (shared by clones).
+    results: Arc<Mutex<ResultFiles>>,
 }
+
+impl PartialEq for Records {
+    fn eq(&self, other: &Self) -> bool {
+        self.dir == other.dir && self.session_id == other.session_id
+    }
+}
+impl Eq for Records {}
 
 /// Who the session is, for MURMUR.md's Identity section.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +94,7 @@ impl Records {
         let records = Records {
             dir,
             session_id: session_id.to_string(),
+            results: Arc::default(),
         };
         let made = SUBDIRS.iter().try_for_each(|sub| {
             let path = records.dir.join(sub);
@@ -109,7 +120,11 @@ impl Records {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Records { dir, session_id }
+        Records {
+            dir,
+            session_id,
+            results: Arc::default(),
+        }
     }
 
     pub fn trace_path(&self) -> PathBuf {
@@ -138,7 +153,8 @@ impl Records {
     pub fn write_murmur_md(&self, identity: &Identity, workdir: &Path) -> Result<String> {
         let text = murmur_md(identity, workdir, self);
         let path = self.murmur_md_path();
-        fsutil::write_atomic(&path, text.as_bytes(), 0o600, Durability::Data)
+        // Synced by the flusher's first round (`flusher`), off the start-up path.
+        fsutil::write_atomic(&path, text.as_bytes(), 0o600, Durability::Unsynced)
             .map_err(|e| fsutil::write_failed(catalogue::E_REC_001, &path, &e))?;
         Ok(text)
     }
@@ -154,18 +170,29 @@ impl Records {
             saved = self.save_files(artifacts)?;
         }
         let text = result_text(outcome, cancel_reason, &saved);
-        replace_result(&self.out_dir(), text.as_bytes()).map_err(|e| {
-            Diagnostic::new(
-                catalogue::E_REC_001,
-                format!("cannot write {}: {e}", self.result_path().display()),
-            )
-            .in_file(self.result_path())
-        })
+        let mut files = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        files
+            .replace(&self.out_dir(), text.as_bytes())
+            .map_err(|e| {
+                Diagnostic::new(
+                    catalogue::E_REC_001,
+                    format!("cannot write {}: {e}", self.result_path().display()),
+                )
+                .in_file(self.result_path())
+            })
     }
 
-    /// The thread that makes the trace and out/result.txt durable.
+    /// The thread that makes the trace, out/result.txt and MURMUR.md durable.
     pub fn flusher(&self) -> std::io::Result<Flusher> {
-        Flusher::start(vec![self.trace_path(), self.result_path(), self.out_dir()])
+        let flusher = Flusher::start(vec![
+            self.trace_path(),
+            self.result_path(),
+            self.out_dir(),
+            self.murmur_md_path(),
+        ])?;
+        // MURMUR.md was written unsynced: the first round syncs it.
+        flusher.mark();
+        Ok(flusher)
     }
 
     /// Saves every file part with bytes; returns, per part in order, where it went.
@@ -486,35 +513,75 @@ fn one_line(s: &str) -> String {
 /// The spare file out/result.txt is swapped with.
 const RESULT_SPARE: &str = ".result.next";
 
-/// Puts `bytes` in `out/result.txt` atomically: written into the spare file
-/// `out/.result.next`, which is then exchanged with result.txt (`renameat2`
-/// `RENAME_EXCHANGE`), so the previous result becomes the spare for the next one. No
-/// file is created or removed per task: on ext4 that is ~17 µs against ~250 µs for a
-/// new temporary file renamed over the old one. Where the filesystem cannot exchange,
-/// or on the first result, the spare is renamed over result.txt.
-fn replace_result(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    let spare = out.join(RESULT_SPARE);
-    let result = out.join("result.txt");
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&spare)?;
-    file.write_all_at(bytes, 0)?;
-    // Cut an older, longer result's tail; leave the size alone otherwise (cheaper).
-    if file.metadata()?.len() > bytes.len() as u64 {
-        file.set_len(bytes.len() as u64)?;
+/// out/result.txt and its spare `out/.result.next`, kept open: a result is written
+/// into the spare, which is then exchanged with result.txt (`renameat2`
+/// `RENAME_EXCHANGE`), so the previous result becomes the spare for the next one. A
+/// reader sees the previous result or the new one, never a mix. No file is created or
+/// removed per task (on ext4 ~17 µs against ~250 µs for a new temporary file renamed
+/// over the old one), and with both files and out/ open a result costs a `pwrite` and
+/// the `renameat2`, named relative to out/. Where the filesystem cannot exchange, or on
+/// the first result, the spare is renamed over result.txt and a new spare made next time.
+#[derive(Debug, Default)]
+struct ResultFiles {
+    /// out/ (`O_PATH`): the names below are resolved from it.
+    dir: Option<std::os::fd::OwnedFd>,
+    /// The file named `.result.next`, and the length last written to it.
+    spare: Option<(std::fs::File, u64)>,
+    /// The file named result.txt, when this process wrote it.
+    current: Option<(std::fs::File, u64)>,
+}
+
+impl ResultFiles {
+    fn replace(&mut self, out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let written = self.try_replace(out, bytes);
+        if written.is_err() {
+            // Start over from the names next time.
+            *self = ResultFiles::default();
+        }
+        written
     }
-    drop(file);
-    let cwd = rustix::fs::CWD;
-    match rustix::fs::renameat_with(cwd, &spare, cwd, &result, rustix::fs::RenameFlags::EXCHANGE) {
-        Ok(()) => Ok(()),
-        // No result yet, or no exchange on this filesystem.
-        Err(rustix::io::Errno::NOENT | rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS)
-        | Err(rustix::io::Errno::OPNOTSUPP) => std::fs::rename(&spare, &result),
-        Err(e) => Err(e.into()),
+
+    fn try_replace(&mut self, out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        use rustix::fs::{Mode, OFlags, RenameFlags};
+        use std::os::unix::fs::FileExt;
+        if self.dir.is_none() {
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            self.dir = Some(rustix::fs::open(out, flags, Mode::empty())?);
+        }
+        let Some(dir) = &self.dir else { unreachable!() };
+        let (spare, len) = match self.spare.take() {
+            Some(open) => open,
+            None => {
+                let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                let fd = rustix::fs::openat(dir, RESULT_SPARE, flags, Mode::from_raw_mode(0o600))?;
+                let file = std::fs::File::from(fd);
+                let len = file.metadata()?.len();
+                (file, len)
+            }
+        };
+        spare.write_all_at(bytes, 0)?;
+        // Cut an older, longer result's tail; leave the size alone otherwise (cheaper).
+        if len > bytes.len() as u64 {
+            spare.set_len(bytes.len() as u64)?;
+        }
+        let now = (spare, bytes.len() as u64);
+        match rustix::fs::renameat_with(dir, RESULT_SPARE, dir, "result.txt", RenameFlags::EXCHANGE)
+        {
+            Ok(()) => {
+                // The previous result.txt is the spare now (opened by name next time
+                // when another process wrote it).
+                self.spare = self.current.replace(now);
+                Ok(())
+            }
+            // No result yet, or no exchange on this filesystem.
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS)
+            | Err(rustix::io::Errno::OPNOTSUPP) => {
+                rustix::fs::renameat(dir, RESULT_SPARE, dir, "result.txt")?;
+                self.current = Some(now);
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

@@ -134,7 +134,7 @@ impl RunningDir {
             &token_path,
             format!("{token}\n").as_bytes(),
             0o600,
-            Durability::Data,
+            Durability::Unsynced,
         )
         .map_err(|e| fsutil::write_failed(catalogue::E_REC_004, &token_path, &e))?;
         if let Err(e) = self.update(record) {
@@ -154,7 +154,7 @@ impl RunningDir {
             )
         })?;
         let path = self.json_path(&record.session_id);
-        fsutil::write_atomic(&path, &json, 0o600, Durability::Data)
+        fsutil::write_atomic(&path, &json, 0o600, Durability::Unsynced)
             .map_err(|e| fsutil::write_failed(catalogue::E_REC_004, &path, &e))
     }
 

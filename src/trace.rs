@@ -491,7 +491,7 @@ pub enum ExitStatus {
 pub struct TraceWriter {
     path: PathBuf,
     inner: Mutex<Inner>,
-    secrets: Mutex<Vec<String>>,
+    secrets: Mutex<Vec<Secret>>,
     tap: OnceLock<Tap>,
 }
 
@@ -566,7 +566,7 @@ impl TraceWriter {
     /// would refuse ordinary words.
     pub fn forbid(&self, secret: &str) {
         if secret.len() >= 8 {
-            lock(&self.secrets).push(secret.to_string());
+            lock(&self.secrets).push(Secret::new(secret));
         }
     }
 
@@ -581,24 +581,6 @@ impl TraceWriter {
             Event::SessionEnd { usage, .. } if usage.is_none() => *usage = inner.usage,
             _ => {}
         }
-        drop(inner);
-        let value = serde_json::to_value(&event).map_err(|e| {
-            Diagnostic::new(
-                catalogue::E_REC_001,
-                format!("a {} record does not serialize: {e}", event.kind()),
-            )
-        })?;
-        if let Some(why) = self.leaks(&value) {
-            return Err(Diagnostic::new(
-                catalogue::E_REC_002,
-                format!(
-                    "refused to write a {} record to {}: it holds {why}",
-                    event.kind(),
-                    self.path.display()
-                ),
-            ));
-        }
-        let mut inner = lock(&self.inner);
         let record = Record {
             ts: now(),
             seq: inner.seq + 1,
@@ -607,9 +589,19 @@ impl TraceWriter {
         let mut line = serde_json::to_vec(&record).map_err(|e| {
             Diagnostic::new(
                 catalogue::E_REC_001,
-                format!("record does not serialize: {e}"),
+                format!("a {} record does not serialize: {e}", record.event.kind()),
             )
         })?;
+        if let Some(why) = self.leaks(&record.event, &line) {
+            return Err(Diagnostic::new(
+                catalogue::E_REC_002,
+                format!(
+                    "refused to write a {} record to {}: it holds {why}",
+                    record.event.kind(),
+                    self.path.display()
+                ),
+            ));
+        }
         line.push(b'\n');
         inner
             .file
@@ -632,20 +624,50 @@ impl TraceWriter {
         }
     }
 
-    /// What secret `value` holds, if any (never the secret itself).
-    fn leaks(&self, value: &serde_json::Value) -> Option<&'static str> {
+    /// What secret `event` holds, if any (never the secret itself). `line` is its
+    /// record serialized: a string holding a secret holds it in the line too (as JSON
+    /// escapes it), so a line with neither the token prefix nor any secret is clean,
+    /// and only the rare other line is walked string by string.
+    fn leaks(&self, event: &Event, line: &[u8]) -> Option<&'static str> {
         let secrets = lock(&self.secrets);
+        let candidate = memchr::memmem::find(line, TOKEN_PREFIX.as_bytes()).is_some()
+            || secrets.iter().any(|s| s.escaped.find(line).is_some());
+        if !candidate {
+            return None;
+        }
+        let value = serde_json::to_value(event).ok()?;
         let mut found = None;
-        visit_strings(value, &mut |s| {
+        visit_strings(&value, &mut |s| {
             if found.is_none() {
                 if holds_token(s) {
                     found = Some("a formation token");
-                } else if secrets.iter().any(|secret| s.contains(secret.as_str())) {
+                } else if secrets.iter().any(|secret| s.contains(secret.raw.as_str())) {
                     found = Some("a credential of this session");
                 }
             }
         });
         found
+    }
+}
+
+/// A secret the trace refuses: as given, and as it reads inside a JSON string.
+#[derive(Debug)]
+struct Secret {
+    raw: String,
+    escaped: memchr::memmem::Finder<'static>,
+}
+
+impl Secret {
+    fn new(raw: &str) -> Secret {
+        let quoted = serde_json::to_string(raw).unwrap_or_default();
+        let escaped = quoted
+            .strip_prefix('"')
+            .and_then(|q| q.strip_suffix('"'))
+            .unwrap_or(raw);
+        Secret {
+            raw: raw.to_string(),
+            escaped: memchr::memmem::Finder::new(escaped.as_bytes()).into_owned(),
+        }
     }
 }
 

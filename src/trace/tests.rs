@@ -346,6 +346,28 @@ fn forbidden_session_secrets_are_refused() {
         .unwrap();
 }
 
+/// The leak check scans the serialized line first: a secret JSON escapes (a quote, a
+/// backslash, a control character) must be found in its escaped form too.
+#[test]
+fn a_secret_that_json_escapes_is_still_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::create(&dir.path().join(FILE_NAME)).unwrap();
+    let secret = "pa\"ss\\word\t0123";
+    writer.forbid(secret);
+    let err = writer
+        .write(Event::A2aTaskReceived {
+            task_id: "t".into(),
+            context_id: None,
+            credential: "operator".into(),
+            text: Some(format!("here: {secret}.")),
+            trust: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code, catalogue::E_REC_002);
+    let written = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap_or_default();
+    assert!(!written.contains("word"), "{written}");
+}
+
 #[test]
 fn a_cut_last_line_is_dropped_and_a_broken_middle_line_is_an_error() {
     let good = r#"{"ts":"2026-12-02T14:40:54.123Z","seq":1,"type":"formation_ended","formation_id":"frm_1"}"#;
