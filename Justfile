@@ -26,14 +26,21 @@ examples:
     cp components/target/wasm32-wasip2/release/tool_echo.wasm examples/anthropic/tools/echo.wasm
     ls -l examples/toolbox/tools/*.wasm examples/anthropic/driver/*.wasm examples/anthropic/tools/*.wasm
 
-# Benchmarks (goals in docs/benchmarks.md): admission, the door, formations, a session.
+# Benchmarks (goals in docs/benchmarks.md): every bench in the release build, then
+# benchmarks/report.md and its plots from this run's figures, and the goal table at
+# the top of docs/benchmarks.md from the report.
 bench: bench-setup
-    cargo bench
+    python3 scripts/bench-report.py begin target/bench/results.jsonl
+    MUR_BENCH_OUT="$PWD/target/bench/results.jsonl" cargo bench
+    python3 scripts/bench-report.py render target/bench/results.jsonl benchmarks --table docs/benchmarks.md
 
 # Every benchmark at its smallest size, once, in the debug build: proves each still
-# runs (CI runs this; its numbers mean nothing). Peers not built are skipped.
+# runs, and the report renders (to target/bench/smoke); CI runs this, its numbers
+# mean nothing. Peers not built are skipped.
 bench-smoke:
-    MUR_BENCH_SMOKE=1 cargo test --bench '*'
+    python3 scripts/bench-report.py begin target/bench/smoke.jsonl
+    MUR_BENCH_SMOKE=1 MUR_BENCH_OUT="$PWD/target/bench/smoke.jsonl" cargo test --bench '*'
+    python3 scripts/bench-report.py render target/bench/smoke.jsonl target/bench/smoke
 
 # The session benchmark's peers: the Rust A2A SDK server (benches/rust_sdk_server, a
 # package of its own) and Python a2a-sdk 1.3.0 with uvicorn in .venv.

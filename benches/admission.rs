@@ -99,6 +99,12 @@ fn main() {
             black_box(mur::pack::read_manifest(&found.path).expect("manifest"));
         }
     });
+    measure::record_ms(
+        "admission",
+        "admission",
+        serde_json::json!({"members": MEMBERS}),
+        &times,
+    );
     println!(
         "admission of {MEMBERS} members, reachability: all ({} edges, {} warnings): \
          median {:.2} ms (min {:.2}, max {:.2}, {} runs; goal < 20 ms)",

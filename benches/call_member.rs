@@ -42,23 +42,33 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let bare = bare_http(iters).await;
-        report("bare HTTP round trip (reqwest -> axum, keep-alive)", &bare);
+        report(
+            "bare",
+            "bare HTTP round trip (reqwest -> axum, keep-alive)",
+            &bare,
+        );
         let (door, peers) = callee().await;
         let call = call_member(iters, &peers).await;
-        let base = report("call-member round trip (call -> answer back)", &call);
+        let base = report(
+            "call-member",
+            "call-member round trip (call -> answer back)",
+            &call,
+        );
         let tmp = tempfile::tempdir().unwrap();
-        for (label, op) in [
+        for (via, label, op) in [
             (
+                "murmur:message/send",
                 "component murmur:message/send to the virtual address",
                 send_op(),
             ),
             (
+                "wasi:http",
                 "component wasi:http POST SendMessage to the virtual address",
                 post_op(),
             ),
         ] {
             let took = component(iters, &peers, tmp.path(), op).await;
-            let median = report(label, &took);
+            let median = report(via, label, &took);
             println!(
                 "  {:.2}x call-member's median (goal: within 1.5x)",
                 median.as_secs_f64() / base.as_secs_f64()
@@ -68,21 +78,15 @@ fn main() {
     });
 }
 
-/// Prints the samples' figures; returns their median.
-fn report(label: &str, samples: &[Duration]) -> Duration {
-    let mut s = samples.to_vec();
-    s.sort();
-    let at = |q: f64| s[((s.len() as f64 - 1.0) * q) as usize];
-    let mean = s.iter().sum::<Duration>() / s.len() as u32;
-    println!(
-        "{label}: n={} mean {:.3} ms, median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms",
-        s.len(),
-        mean.as_secs_f64() * 1e3,
-        at(0.5).as_secs_f64() * 1e3,
-        at(0.9).as_secs_f64() * 1e3,
-        at(0.99).as_secs_f64() * 1e3
-    );
-    at(0.5)
+/// Prints and records the samples' figures; returns their median.
+fn report(via: &str, label: &str, samples: &[Duration]) -> Duration {
+    measure::summary(
+        "call_member",
+        "round_trip",
+        serde_json::json!({"via": via}),
+        label,
+        samples,
+    )
 }
 
 async fn bare_http(iters: usize) -> Vec<Duration> {

@@ -28,6 +28,11 @@ use mur::component::{Catalog, Grants, Host};
 mod clean;
 #[path = "../tests/it/support/guests.rs"]
 mod guests;
+#[path = "support/measure.rs"]
+mod measure;
+
+use measure::median;
+use serde_json::json;
 
 const RUNS: usize = 10;
 const WARM_CALLS: usize = 1000;
@@ -84,11 +89,6 @@ async fn first_call(dir: &Path, cache: &Path) -> Duration {
 
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// `mur run --json` in `dir` spawned to its readiness line.
@@ -148,6 +148,9 @@ fn main() {
             warm.push(started.elapsed());
             assert!(!out.is_error);
         }
+        for (state, samples) in [("cold", &cold), ("cached", &cached), ("warm", &warm)] {
+            measure::record_ms("components", "tool_call", json!({"state": state}), samples);
+        }
         println!(
             "tool call, cold (compile, empty cache): median {}",
             ms(median(cold))
@@ -168,6 +171,8 @@ fn main() {
         with.push(start_up(&eight, &home));
         without.push(start_up(&plain, &home));
     }
+    measure::record_ms("components", "start_up", json!({"tools": 8}), &with);
+    measure::record_ms("components", "start_up", json!({"tools": 0}), &without);
     println!(
         "session start-up, 8 tools: median {} (goal < 20 ms)",
         ms(median(with))

@@ -69,6 +69,13 @@ fn token_checks() {
         }
         let per = start.elapsed().as_nanos() as f64 / n as f64;
         println!("token check ({label}): {:.2} µs per request", per / 1000.0);
+        measure::record(
+            "door",
+            "token_check",
+            json!({"cache": label}),
+            per / 1000.0,
+            "µs",
+        );
     }
 }
 

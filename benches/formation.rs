@@ -3,8 +3,8 @@
 //!   starting (its trace's `a2a_task_received`/first task record), for 2, 8 and 32
 //!   members, beside the floor of spawning as many bare processes in the same run
 //!   (goal: 8 members under 150 ms on 2 cores);
-//! - teardown: time from a SIGKILL of the launcher to the last member gone, with an
-//!   idle formation (goal under 1 s).
+//! - teardown: time from a SIGKILL of the launcher to the last member gone, 8 and 32
+//!   members, idle and with the entry member mid-task (goal under 100 ms).
 //!
 //! Run with `just bench` or `cargo bench --bench formation`.
 
@@ -27,6 +27,12 @@ mod clean;
 mod measure;
 
 use measure::median;
+use serde_json::json;
+
+/// One run's figure, for the report.
+fn record(figure: &str, labels: serde_json::Value, took: Duration) {
+    measure::record_ms("formation", figure, labels, &[took]);
+}
 
 const SIZES: [usize; 3] = [2, 8, 32];
 /// Launches per size (one in a smoke run).
@@ -149,7 +155,9 @@ fn main() {
             );
             let t =
                 entry_task_start(&home, &project).expect("the entry member's task in its trace");
-            launch.push(t.duration_since(started).unwrap_or_default());
+            let took = t.duration_since(started).unwrap_or_default();
+            record("launch", json!({"members": members}), took);
+            launch.push(took);
         }
         let mut floor = Vec::new();
         for _ in 0..runs() {
@@ -160,6 +168,11 @@ fn main() {
             for mut c in children {
                 c.wait().unwrap();
             }
+            record(
+                "launch_floor",
+                json!({"members": members}),
+                started.elapsed(),
+            );
             floor.push(started.elapsed());
         }
         println!(
@@ -170,7 +183,7 @@ fn main() {
     }
 
     println!("teardown: SIGKILL of the launcher to the last member gone");
-    for (members, busy) in [(2, false), (8, false), (2, true), (8, true)] {
+    for (members, busy) in [(8, false), (32, false), (8, true), (32, true)] {
         let project = if busy {
             project(&home, members, true)
         } else {
@@ -237,6 +250,12 @@ fn main() {
                 );
                 std::thread::sleep(Duration::from_millis(2));
             }
+            let state = if busy { "busy" } else { "idle" };
+            record(
+                "teardown",
+                json!({"members": members, "state": state}),
+                killed.elapsed(),
+            );
             took.push(killed.elapsed());
         }
         let state = if busy {

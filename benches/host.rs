@@ -42,9 +42,18 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let calls = shell_calls(&root, iters).await;
-        report("shell call (`true`, spawn to result)", &calls);
+        measure::summary(
+            "host",
+            "shell_call",
+            serde_json::json!({}),
+            "shell call (`true`, spawn to result)",
+            &calls,
+        );
         let trips = delegations(&root, &proj, (iters / 5).max(measure::sized(20, 2))).await;
-        report(
+        measure::summary(
+            "host",
+            "delegation",
+            serde_json::json!({}),
             "delegation round trip (child start to result, builtin model)",
             &trips,
         );
@@ -115,19 +124,4 @@ async fn delegations(root: &Path, proj: &Path, iters: usize) -> Vec<Duration> {
         assert_eq!(answers[0].state, "completed", "{}", answers[0].text);
     }
     samples
-}
-
-fn report(label: &str, samples: &[Duration]) {
-    let mut s = samples.to_vec();
-    s.sort();
-    let at = |q: f64| s[((s.len() as f64 - 1.0) * q) as usize];
-    let mean = s.iter().sum::<Duration>() / s.len() as u32;
-    println!(
-        "{label}: n={} mean {:.3} ms, median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms",
-        s.len(),
-        mean.as_secs_f64() * 1e3,
-        at(0.5).as_secs_f64() * 1e3,
-        at(0.9).as_secs_f64() * 1e3,
-        at(0.99).as_secs_f64() * 1e3
-    );
 }

@@ -197,11 +197,14 @@ fn main() {
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_string();
-    let rss = || {
-        [launcher.0.id(), lead_pid, helper_pid]
-            .map(vm_rss_mib)
-            .map(|m| format!("{m:5.1}"))
-            .join("  ")
+    // Printed, and recorded for the report's RSS curve.
+    let rss = |tasks: usize| {
+        let pids = [launcher.0.id(), lead_pid, helper_pid];
+        for (process, pid) in ["launcher", "lead", "helper"].into_iter().zip(pids) {
+            let labels = serde_json::json!({"process": process, "tasks": tasks});
+            measure::record("load", "rss", labels, vm_rss_mib(pid), "MiB");
+        }
+        pids.map(vm_rss_mib).map(|m| format!("{m:5.1}")).join("  ")
     };
     println!(
         "load: {tasks} tasks from {CLIENTS} clients at the entry member (load average {load_before})"
@@ -210,7 +213,7 @@ fn main() {
         "{:>7}  {:>8}  launcher  lead  helper (RSS, MiB)",
         "tasks", "secs"
     );
-    println!("{:>7}  {:>8.2}  {}", 0, 0.0, rss());
+    println!("{:>7}  {:>8.2}  {}", 0, 0.0, rss(0));
 
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
@@ -248,7 +251,7 @@ fn main() {
                     println!(
                         "{d:>7}  {:>8.2}  {}",
                         started.elapsed().as_secs_f64(),
-                        rss()
+                        rss(d)
                     );
                     mark += 1;
                 }
@@ -268,6 +271,10 @@ fn main() {
     let (received, ended) = recorded(&home, &lead_session);
     let missing = unique.difference(&received).count() + unique.difference(&ended).count();
     assert_eq!(missing, 0, "the trace records every task's arrival and end");
+    let labels = serde_json::json!({"tasks": tasks});
+    measure::record("load", "lost", labels.clone(), missing as f64, "tasks");
+    let rate = tasks as f64 / took.as_secs_f64();
+    measure::record("load", "tasks_per_s", labels, rate, "tasks/s");
     println!(
         "load: {tasks} tasks in {:.1} s ({:.0} tasks/s), none lost, each in the trace; load average {}",
         took.as_secs_f64(),

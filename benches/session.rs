@@ -259,11 +259,59 @@ fn send_body() -> Value {
         "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}})
 }
 
+/// From writing a SendStreamingMessage on an open connection to the whole first
+/// event of its stream (a `data:` line and the blank line after it). The streaming
+/// call stands for SubscribeToTask, whose first event needs a task still running,
+/// which no server's echo ever has. None when the answer is no stream (the floor's
+/// canned answer).
+fn first_event(server: &Server) -> Option<Duration> {
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+        "params": {"message": {"messageId": "s", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}});
+    let request = request(server, &addr, &body);
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    stream.set_nodelay(true).unwrap();
+    // A bench never hangs on a server that stops short.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    stream.write_all(&request).unwrap();
+    let (mut seen, mut chunk) = (Vec::new(), [0u8; 16 * 1024]);
+    loop {
+        let n = stream.read(&mut chunk).unwrap();
+        assert!(n > 0, "the stream closed before its first event");
+        seen.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&seen).replace("\r\n", "\n");
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        let Some(head_end) = text.find("\n\n") else {
+            continue;
+        };
+        if !text[..head_end]
+            .to_ascii_lowercase()
+            .contains("content-type: text/event-stream")
+        {
+            return None;
+        }
+        if let Some(at) = text[head_end..].find("data:")
+            && text[head_end + at..].contains("\n\n")
+        {
+            return Some(started.elapsed());
+        }
+    }
+}
+
 /// A throughput run: requests/s, and the server's CPU µs per request.
 #[derive(Clone, Copy)]
 struct Rate {
     rps: f64,
     server_cpu_us: f64,
+    /// Calls answered, the first (the task GetTask reads) included.
+    calls: u64,
 }
 
 /// The bytes of one POST of `body` to `server`, with its bearer token.
@@ -281,12 +329,19 @@ fn request(server: &Server, addr: &str, body: &Value) -> Vec<u8> {
 }
 
 /// `connections` callers send `method` (SendMessage, GetTask of one finished task, or
-/// ListTasks) for `run`; every answer must be a JSON-RPC result, never an error.
+/// ListTasks) for `run` or until about `limit` calls are answered; every answer must
+/// be a JSON-RPC result, never an error.
 ///
 /// The callers are one thread multiplexing kept-alive connections (as wrk does),
 /// each sending the same request bytes: a request costs the client a write and a
 /// read or two, so on two cores the servers, not the client, set the pace.
-fn throughput(server: &Server, method: &str, connections: usize, run: Duration) -> Rate {
+fn throughput(
+    server: &Server,
+    method: &str,
+    connections: usize,
+    run: Duration,
+    limit: u64,
+) -> Rate {
     let addr = server
         .url
         .trim_start_matches("http://")
@@ -321,7 +376,7 @@ fn throughput(server: &Server, method: &str, connections: usize, run: Duration) 
                 let (addr, request, done) = (addr.clone(), request.clone(), done.clone());
                 tokio::spawn(async move {
                     let mut conn = Conn::open(&addr).await;
-                    while Instant::now() < deadline && done.load(Ordering::Relaxed) < MAX_REQUESTS {
+                    while Instant::now() < deadline && done.load(Ordering::Relaxed) < limit {
                         let answer = conn.call(&request).await;
                         assert!(
                             !answer.windows(8).any(|w| w == b"\"error\":"),
@@ -343,6 +398,7 @@ fn throughput(server: &Server, method: &str, connections: usize, run: Duration) 
     Rate {
         rps: n / elapsed,
         server_cpu_us: cpu * 1e6 / n,
+        calls: n as u64 + 1,
     }
 }
 
@@ -355,6 +411,8 @@ struct Peer {
     name: &'static str,
     start: Box<dyn Fn() -> (Server, Duration)>,
     start_up: Vec<Duration>,
+    /// Each streamed call's first event (`first_event`).
+    first_event: Vec<Duration>,
     idle_rss: f64,
     rss_after: f64,
     /// (method, connections) -> each round's rate.
@@ -367,6 +425,7 @@ impl Peer {
             name,
             start: Box::new(start),
             start_up: Vec::new(),
+            first_event: Vec::new(),
             idle_rss: 0.0,
             rss_after: 0.0,
             rates: Default::default(),
@@ -377,19 +436,54 @@ impl Peer {
     fn round(&mut self, run: Duration) {
         let (server, took) = (self.start)();
         self.start_up.push(took);
+        self.record("start_up", json!({}), took.as_secs_f64() * 1e3, "ms");
         // Let start-up's last allocations settle before reading the idle footprint.
         std::thread::sleep(Duration::from_millis(300));
         self.idle_rss = vm_rss_mib(server.pid());
+        self.record("idle_rss", json!({}), self.idle_rss, "MiB");
         for method in METHODS {
             for connections in CONNECTIONS {
-                let rate = throughput(&server, method, connections, run);
+                let rate = throughput(&server, method, connections, run, MAX_REQUESTS);
+                let labels = json!({"method": method, "connections": connections});
+                self.record("rps", labels.clone(), rate.rps, "requests/s");
+                self.record("server_cpu", labels, rate.server_cpu_us, "µs");
                 self.rates
                     .entry((method, connections))
                     .or_default()
                     .push(rate);
             }
         }
+        for _ in 0..measure::sized(20, 3) {
+            let Some(took) = first_event(&server) else {
+                break;
+            };
+            self.first_event.push(took);
+            self.record("first_event", json!({}), took.as_secs_f64() * 1e3, "ms");
+        }
         self.rss_after = vm_rss_mib(server.pid());
+    }
+
+    /// One figure of this server's, for the report.
+    fn record(&self, figure: &str, mut labels: Value, value: f64, unit: &str) {
+        labels["server"] = json!(self.name);
+        measure::record("session", figure, labels, value, unit);
+    }
+
+    /// RSS across `tasks` SendMessages from 8 connections to a fresh server, read
+    /// every `step` tasks: what it keeps of ended tasks.
+    fn rss_across(&self, tasks: u64, step: u64) -> Vec<(u64, f64)> {
+        let (server, _) = (self.start)();
+        let mut curve = vec![(0, vm_rss_mib(server.pid()))];
+        let mut sent = 0;
+        while sent < tasks {
+            let rate = throughput(&server, "SendMessage", 8, Duration::from_secs(3600), step);
+            sent += rate.calls;
+            curve.push((sent, vm_rss_mib(server.pid())));
+        }
+        for &(n, rss) in &curve {
+            self.record("rss_tasks", json!({"tasks": n}), rss, "MiB");
+        }
+        curve
     }
 
     /// The median requests/s of a call, and the spread (min–max) of the rounds.
@@ -457,6 +551,26 @@ fn main() {
             peer.round(run);
         }
     }
+    // What a server keeps of ended tasks: mur's bound against the SDK's every task.
+    let tasks: u64 = measure::knob("MUR_BENCH_RSS_TASKS", 150_000, 2_000);
+    let step = measure::sized(1_000, 500);
+    let curves: Vec<(&str, Vec<(u64, f64)>)> = peers
+        .iter()
+        .filter(|p| p.name == "mur" || p.name == "rust-sdk")
+        .map(|p| (p.name, p.rss_across(tasks, step)))
+        .collect();
+    measure::record(
+        "session",
+        "load_average",
+        json!({}),
+        load_before
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or(0.0),
+        "",
+    );
 
     println!(
         "session: `mur run` (built-in transport, token required) beside the Rust A2A SDK \
@@ -491,9 +605,31 @@ fn main() {
             });
         }
     }
+    row(
+        "first streamed event (median)".into(),
+        &|p| match p.first_event.len() {
+            0 => "no stream".into(),
+            _ => format!(
+                "{:.2} ms",
+                median(p.first_event.clone()).as_secs_f64() * 1e3
+            ),
+        },
+    );
     row("RSS after the last round".into(), &|p| {
         format!("{:.1} MiB", p.rss_after)
     });
+    for (name, curve) in &curves {
+        // The first reading at or past 10,000 tasks, and the last.
+        let at = |n: u64| {
+            curve
+                .iter()
+                .find(|(t, _)| *t >= n)
+                .unwrap_or(curve.last().unwrap())
+        };
+        let (t10, r10) = at(10_000);
+        let (tn, rn) = curve.last().unwrap();
+        println!("  {name}: RSS {r10:.1} MiB after {t10} tasks, {rn:.1} MiB after {tn}");
+    }
     for why in &skipped {
         println!("  skipped: {why} (make it with `just bench-setup`)");
     }

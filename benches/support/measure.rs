@@ -49,6 +49,40 @@ pub fn record(bench: &str, figure: &str, labels: serde_json::Value, value: f64, 
     file.write_all(format!("{line}\n").as_bytes()).unwrap();
 }
 
+/// `record`s each of `samples`, in ms: the report takes their median and spread.
+pub fn record_ms(bench: &str, figure: &str, labels: serde_json::Value, samples: &[Duration]) {
+    for s in samples {
+        record(bench, figure, labels.clone(), s.as_secs_f64() * 1e3, "ms");
+    }
+}
+
+/// Prints the samples' mean, median, p90 and p99 after `label`, and records their
+/// median as `figure` and their p99 as `figure`_p99; returns the median.
+pub fn summary(
+    bench: &str,
+    figure: &str,
+    labels: serde_json::Value,
+    label: &str,
+    samples: &[Duration],
+) -> Duration {
+    let mut s = samples.to_vec();
+    s.sort();
+    let at = |q: f64| s[((s.len() as f64 - 1.0) * q) as usize];
+    let mean = s.iter().sum::<Duration>() / s.len() as u32;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{label}: n={} mean {:.3} ms, median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms",
+        s.len(),
+        ms(mean),
+        ms(at(0.5)),
+        ms(at(0.9)),
+        ms(at(0.99))
+    );
+    record(bench, figure, labels.clone(), ms(at(0.5)), "ms");
+    record(bench, &format!("{figure}_p99"), labels, ms(at(0.99)), "ms");
+    at(0.5)
+}
+
 /// VmRSS of a process, in MiB.
 pub fn vm_rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
