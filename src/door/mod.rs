@@ -25,6 +25,7 @@
 //! What each request gets, and why, is in `docs/design/door.md`.
 
 mod auth;
+mod connections;
 mod methods;
 mod operator;
 mod server;
@@ -43,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 use crate::a2a::{AgentSkill, Message};
 use crate::credential::VerifyKey;
 
+pub use connections::Refusals;
 pub use server::SESSION_EXTENSION_URI;
 /// The JSON-RPC envelope reader, public for fuzz/ (fuzz_targets/rpc_request.rs).
 pub use server::{Call, parse_envelope};
@@ -173,8 +175,12 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// A client must send a request's body within this time, or gets `408`.
     pub body_read_timeout: Duration,
-    /// Connections served at once; later ones are closed at accept until one ends.
+    /// Connections served at once; at the cap a new one makes the oldest close, one
+    /// that never proved a credential first.
     pub max_connections: usize,
+    /// Refusals of credentials (401/403) answered at once, then per second: past the
+    /// burst a refusal waits its turn, so a flood of bad tokens waits, not the cores.
+    pub refusals: Refusals,
     /// Remember verified formation tokens (off only to measure what it saves).
     pub cache_verified_tokens: bool,
     /// Tasks remembered for GetTask/ListTasks; past it the oldest ended ones go.
@@ -188,6 +194,10 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            refusals: Refusals {
+                burst: 64,
+                per_second: 256,
+            },
             cache_verified_tokens: true,
             max_tasks: 1_000,
         }

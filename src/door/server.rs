@@ -2,25 +2,26 @@
 //! against slow clients), the routes, the Agent Card, reading and capping the body,
 //! and the JSON-RPC envelope.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Router, extract::Request};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
 use super::auth::Auth;
+use super::connections::{Mark, Open, Pacer};
 use super::{DoorConfig, Limits, SessionEvents, StopCallback, TaskStore, Work, methods};
 use crate::a2a::{
     self, AgentCapabilities, AgentCard, AgentExtension, AgentInterface, HttpAuthSecurityScheme, Id,
@@ -45,6 +46,7 @@ pub(crate) struct Shared {
     pub files_root: Option<std::path::PathBuf>,
     pub on_stop: Option<StopCallback>,
     pub limits: Limits,
+    pub refusals: Pacer,
 }
 
 impl Shared {
@@ -68,6 +70,7 @@ impl Shared {
             shutdown,
             files_root: config.files_root,
             on_stop: config.on_stop,
+            refusals: Pacer::new(config.limits.refusals),
             limits: config.limits,
         })
     }
@@ -128,10 +131,10 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
         .fallback(not_found)
         .with_state(shared);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    // Each open connection's reclaim signal, oldest first. At the cap the oldest is
-    // asked to close (at once when idle, after its response otherwise), so a flood of
+    // At the cap one open connection is asked to close (at once when idle, after its
+    // response otherwise), one that never proved a credential first, so a flood of
     // idle keep-alive connections cannot lock a rightful caller out.
-    let mut open: VecDeque<CancellationToken> = VecDeque::new();
+    let mut open = Open::default();
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -143,28 +146,20 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     continue;
                 };
-                let permit = match slots.clone().try_acquire_owned() {
-                    Ok(permit) => permit,
-                    Err(_) => {
-                        while let Some(oldest) = open.pop_front() {
-                            if !oldest.is_cancelled() {
-                                oldest.cancel();
-                                break;
-                            }
-                        }
-                        match tokio::time::timeout(RECLAIM_WAIT, slots.clone().acquire_owned()).await {
-                            Ok(Ok(permit)) => permit,
-                            _ => continue, // none freed in time: dropping the stream closes it
-                        }
-                    }
+                let Some(permit) = slot(&slots, &mut open).await else {
+                    continue; // none freed in time: dropping the stream closes it
                 };
-                if open.len() > 2 * limits.max_connections {
-                    open.retain(|t| !t.is_cancelled());
-                }
-                let reclaim = CancellationToken::new();
-                open.push_back(reclaim.clone());
+                open.prune(2 * limits.max_connections);
+                let (reclaim, mark) = open.push(std::time::Instant::now());
                 let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(router.clone());
+                // The request handler marks the connection once a credential verifies.
+                let service = TowerToHyperService::new(router.clone().map_request(
+                    move |mut req: Request<hyper::body::Incoming>| {
+                        mark.request();
+                        req.extensions_mut().insert(mark.clone());
+                        req
+                    },
+                ));
                 let mut builder = hyper::server::conn::http1::Builder::new();
                 builder
                     .timer(TokioTimer::new())
@@ -201,7 +196,33 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
     }
 }
 
-/// How long an accept at the cap waits for the oldest connection to close.
+/// A connection slot for a new connection. At the cap, asks one open connection to
+/// close (`Open::reclaim_one`) and waits for it; when every other connection is
+/// still in its first-request grace, waits for one to leave it or end. None when no
+/// slot freed within `RECLAIM_WAIT`.
+async fn slot(slots: &Arc<Semaphore>, open: &mut Open) -> Option<OwnedSemaphorePermit> {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + RECLAIM_WAIT;
+    loop {
+        if let Ok(permit) = slots.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        let wait = if open.reclaim_one(now) {
+            deadline - now
+        } else {
+            Duration::from_millis(10).min(deadline - now)
+        };
+        if let Ok(Ok(permit)) = tokio::time::timeout(wait, slots.clone().acquire_owned()).await {
+            return Some(permit);
+        }
+    }
+}
+
+/// How long an accept at the cap waits for a connection to close.
 const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How long the door waits, when it shuts down, for responses under way to finish.
@@ -283,12 +304,28 @@ pub struct Call {
     pub params: Value,
 }
 
-async fn rpc(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+async fn rpc(
+    State(s): State<Arc<Shared>>,
+    mark: Option<Extension<Mark>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     // Credentials first, before a byte of the body is read.
     let credential = match s.auth.identify(&headers) {
         Ok(c) => c,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            if let Some(Extension(m)) = &mark {
+                m.refused();
+            }
+            s.refusals.turn().await;
+            return e.into_response();
+        }
     };
+    if credential != super::Credential::Public
+        && let Some(Extension(m)) = &mark
+    {
+        m.proven();
+    }
     let bytes = match read_body(&s.limits, &headers, body).await {
         Ok(b) => b,
         Err(resp) => return resp,

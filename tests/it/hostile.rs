@@ -494,3 +494,135 @@ async fn ten_thousand_idle_keep_alive_connections() {
     m.rightful().await;
     m.stop();
 }
+
+/// Past the burst, refusals of credentials wait their turn (256 a second), while a
+/// caller whose credential verifies is served at once: a flood of bad tokens waits,
+/// not the rightful caller. Every bad token still gets its 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_of_bad_tokens_waits_its_turn_while_the_rightful_caller_is_served() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const BURST: usize = 64;
+    const FLOOD: usize = BURST + 768; // 3 s of refusals past the burst
+    let m = Member::start();
+    let bad = format!("{}x", &m.peer_token()[..m.peer_token().len() - 1]);
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#;
+    let request = post(
+        &m.addr,
+        &bad,
+        &format!("Content-Length: {}\r\n", body.len()),
+        body,
+    );
+    let answered = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut flood = tokio::task::JoinSet::new();
+    for _ in 0..FLOOD {
+        let (addr, request, answered) = (m.addr.clone(), request.clone(), answered.clone());
+        flood.spawn(async move {
+            let status = raw(&addr, &request).await;
+            answered.fetch_add(1, Ordering::Relaxed);
+            status
+        });
+    }
+    // The burst is answered; the rest wait their turn.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while answered.load(Ordering::Relaxed) < BURST {
+        assert!(
+            Instant::now() < deadline,
+            "the burst was not answered in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    m.rightful().await;
+    let meanwhile = answered.load(Ordering::Relaxed);
+    assert!(
+        meanwhile < FLOOD,
+        "the rightful call waited for all {FLOOD} refusals"
+    );
+    while let Some(status) = flood.join_next().await {
+        assert_eq!(status.unwrap(), Some(401));
+    }
+    // The pace is a floor on the time: 768 refusals past the burst at 256 a second.
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(2900),
+        "{FLOOD} refusals in {took:?}"
+    );
+    m.stop();
+}
+
+/// One HTTP/1.1 exchange on a kept-alive connection: the status, or None when the
+/// door had closed it.
+async fn exchange(s: &mut TcpStream, request: &[u8]) -> Option<u16> {
+    s.write_all(request).await.ok()?;
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut chunk))
+            .await
+            .expect("an answer within 10 s")
+            .ok()?;
+        if n == 0 {
+            return None;
+        }
+        seen.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&seen);
+        let Some(head_end) = text.find("\r\n\r\n") else {
+            continue;
+        };
+        let length: usize = text[..head_end]
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        if seen.len() >= head_end + 4 + length {
+            return text.split(' ').nth(1).and_then(|c| c.parse().ok());
+        }
+    }
+}
+
+/// At the connection cap a newcomer makes an idle connection close, never the
+/// rightful caller's kept-alive one (the oldest open): it proved its credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_proven_connection_outlives_a_flood_of_idle_ones_at_the_cap() {
+    let m = Member::start();
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+        m.addr,
+        m.peer_token(),
+        body.len(),
+        String::from_utf8_lossy(body)
+    );
+    let mut rightful = TcpStream::connect(&m.addr).await.unwrap();
+    assert_eq!(exchange(&mut rightful, request.as_bytes()).await, Some(200));
+    // 1,200 connections that never send a byte: past the cap of 1,024, each newcomer
+    // makes one close once they are past their first-request grace.
+    let mut idle = Vec::new();
+    for _ in 0..1200 {
+        idle.push(TcpStream::connect(&m.addr).await.unwrap());
+    }
+    // Closed by the door: end of file or a reset where an open one would block.
+    let closed = |s: &TcpStream| match s.try_read(&mut [0u8; 1]) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while idle.iter().filter(|s| closed(s)).count() < 100 {
+        assert!(
+            Instant::now() < deadline,
+            "the door closed no idle connection"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        exchange(&mut rightful, request.as_bytes()).await,
+        Some(200),
+        "the rightful caller's connection was closed"
+    );
+    drop(idle);
+    m.stop();
+}
