@@ -120,10 +120,24 @@ fn spared() -> BTreeSet<u32> {
     SPARED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
+/// Whether this process has a child, live or a zombie: one `waitid` that reaps
+/// nothing (`WNOWAIT`), answering `ECHILD` when there is none. With none, no process
+/// is below this one, so its sweep and its stray reap need no walk of `/proc` (each
+/// walk reads every process's stat: at a formation's end, every member's).
+fn has_children() -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, waitid};
+    let flags =
+        WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT | WaitPidFlag::__WALL;
+    !matches!(waitid(Id::All, flags), Err(nix::errno::Errno::ECHILD))
+}
+
 /// The live descendants of `root` (and `root` itself when `with_root`), each pinned
 /// by a pidfd: signalling one later can only reach that very process.
 pub fn pin_tree(root: u32, with_root: bool) -> Vec<(Proc, OwnedFd)> {
     let me = std::process::id();
+    if root == me && !has_children() {
+        return Vec::new(); // nothing below, and this process is never a target
+    }
     let spared = spared();
     let table = table();
     let mut targets = below(root, &table);
@@ -241,6 +255,9 @@ pub fn spawn_owned<C>(
 /// Direct children of this process that it did not spawn on purpose: orphans of its
 /// descendants, adopted because it is a subreaper.
 fn strays() -> Vec<Proc> {
+    if !has_children() {
+        return Vec::new();
+    }
     let me = std::process::id();
     let set = own();
     table()
@@ -299,6 +316,9 @@ pub fn end_strays_then_sweep(grace: Duration, last: Duration) {
 }
 
 fn dead_strays(set: &BTreeSet<u32>) -> Vec<Proc> {
+    if !has_children() {
+        return Vec::new();
+    }
     let me = std::process::id();
     table()
         .into_iter()
@@ -337,6 +357,28 @@ mod tests {
         assert!(found.iter().any(|p| p.pid == child.id()), "{found:?}");
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_child_live_or_dead_is_seen_and_never_reaped() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(has_children());
+        child.kill().unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        while !stat(child.id()).unwrap().is_zombie() {
+            assert!(
+                Instant::now() < until,
+                "the killed child never became a zombie"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(has_children());
+        // Still there for its owner to reap, with its status.
+        assert_eq!(child.wait().unwrap().signal(), Some(9));
     }
 
     #[test]
