@@ -98,13 +98,13 @@ fn lifeline_eof_while_idle_ends_ok() {
 }
 
 /// A formation member on the `stubborn` harness (it ignores SIGTERM) working on a
-/// task, with its lifeline attached; `deadline` is the formation's, if any. With
-/// `full_time`, the member runs without the test time scale.
+/// task, with its lifeline attached; `deadline` is the formation's, if any. It runs
+/// at the time scale `scale` (`MUR_TEST_TIME_SCALE`), or at full time with `None`.
 fn stubborn_member(
     w: &World,
     l: &mut Launcher,
     deadline: Option<SystemTime>,
-    full_time: bool,
+    scale: Option<&str>,
 ) -> Session {
     w.install("stubborn", "", Some(STUBBORN));
     let mut creds = l.credentials(w, "coder", &[], &installed_sha(w, "stubborn"));
@@ -113,20 +113,22 @@ fn stubborn_member(
     l.send(creds);
     let mut cmd = member_cmd(w, "stubborn");
     cmd.args(["--task", "Sleep."]);
-    if full_time {
-        cmd.env_remove("MUR_TEST_TIME_SCALE");
-    }
+    match scale {
+        Some(scale) => cmd.env("MUR_TEST_TIME_SCALE", scale),
+        None => cmd.env_remove("MUR_TEST_TIME_SCALE"),
+    };
     l.attach(&mut cmd, true);
     Session::spawn(cmd)
 }
 
 #[test]
 fn a_member_blocked_in_teardown_exits_143_at_the_scaled_20_seconds() {
-    // The harness ignores SIGTERM, so teardown waits 2 s for its SIGKILL; the limit
-    // (20 s scaled by 0.05 = 1 s) comes first.
+    // The harness ignores SIGTERM, so teardown waits 2 s (unscaled) for its SIGKILL;
+    // the limit (20 s scaled by 0.01 = 0.2 s) comes first, with 1.8 s to spare for a
+    // loaded machine.
     let w = World::new();
     let mut l = Launcher::new();
-    let s = stubborn_member(&w, &mut l, None, false);
+    let s = stubborn_member(&w, &mut l, None, Some("0.01"));
     let id = s.ready()["session_id"].as_str().unwrap().to_string();
     wait_harness(&w);
     l.lifeline.close();
@@ -153,7 +155,7 @@ fn wait_canceled(w: &World, ready: &serde_json::Value) {
 fn the_lifeline_closing_after_a_sigterm_changes_nothing() {
     let w = World::new();
     let mut l = Launcher::new();
-    let s = stubborn_member(&w, &mut l, None, true);
+    let s = stubborn_member(&w, &mut l, None, None);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
     wait_harness(&w);
@@ -172,7 +174,7 @@ fn the_lifeline_closing_after_a_sigterm_changes_nothing() {
 fn a_sigterm_after_the_lifeline_closed_changes_nothing() {
     let w = World::new();
     let mut l = Launcher::new();
-    let s = stubborn_member(&w, &mut l, None, true);
+    let s = stubborn_member(&w, &mut l, None, None);
     let id = s.ready()["session_id"].as_str().unwrap().to_string();
     wait_harness(&w);
     l.lifeline.close();
@@ -192,7 +194,7 @@ fn the_formation_deadline_wins_over_a_lifeline_closing_a_moment_later() {
     let w = World::new();
     let mut l = Launcher::new();
     let at = SystemTime::now() + Duration::from_millis(1500);
-    let s = stubborn_member(&w, &mut l, Some(at), true);
+    let s = stubborn_member(&w, &mut l, Some(at), None);
     let ready = s.ready();
     let id = ready["session_id"].as_str().unwrap().to_string();
     wait_canceled(&w, &ready);
