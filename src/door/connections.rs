@@ -20,20 +20,20 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a new connection has to send its first request before a newcomer at the
 /// cap may push it out: its request may be on the wire, not yet read.
-pub(crate) const FIRST_REQUEST_GRACE: Duration = Duration::from_millis(250);
+const FIRST_REQUEST_GRACE: Duration = Duration::from_millis(250);
 
-/// What a connection has shown of itself, in the order it is kept at the cap (a
-/// connection's latest request decides).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// What a connection has shown of itself (`rank` orders them at the cap): a refused
+/// or a verified credential replaces whatever the connection showed before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 enum Shown {
-    /// Carried a request whose credential was refused: the first to go.
+    /// Carried a request whose credential was refused.
     Refused = 0,
     /// Nothing yet.
     Nothing = 1,
     /// Carried a request needing no credential (the Agent Card, a public door).
     Request = 2,
-    /// Carried a request whose credential verified: the last to go.
+    /// Carried a request whose credential verified.
     Proven = 3,
 }
 
@@ -78,6 +78,22 @@ struct Entry {
     opened: Instant,
 }
 
+/// The rank of a connection at the cap, lowest asked to close first: a refused
+/// credential; nothing sent for `FIRST_REQUEST_GRACE`; nothing sent yet (`IN_GRACE`:
+/// never asked, waited for instead, since its request may be on the wire); only
+/// requests needing no credential; a verified credential.
+fn rank(e: &Entry, now: Instant) -> u8 {
+    match e.mark.shown() {
+        Shown::Refused => 0,
+        Shown::Nothing if now - e.opened >= FIRST_REQUEST_GRACE => 1,
+        Shown::Nothing => IN_GRACE,
+        Shown::Request => 3,
+        Shown::Proven => 4,
+    }
+}
+
+const IN_GRACE: u8 = 2;
+
 /// The open connections, oldest first.
 #[derive(Default)]
 pub(crate) struct Open(VecDeque<Entry>);
@@ -98,19 +114,17 @@ impl Open {
     }
 
     /// Asks one open connection to close (at once when idle, after its response
-    /// otherwise): the oldest of those that showed least (`Shown`), never one still
-    /// in its first-request grace. False when there is none to ask: the caller waits
-    /// for the grace to pass or a connection to end.
+    /// otherwise): the oldest of those that showed least (`rank`). False when there is
+    /// none to ask, or when the best to ask is still in its first-request grace: the
+    /// caller waits for it to show itself (or end) and asks again.
     pub(crate) fn reclaim_one(&mut self, now: Instant) -> bool {
         self.0.retain(|e| !e.reclaim.is_cancelled());
         let pick = self
             .0
             .iter()
             .enumerate()
-            .filter(|(_, e)| {
-                e.mark.shown() != Shown::Nothing || now - e.opened >= FIRST_REQUEST_GRACE
-            })
-            .min_by_key(|(i, e)| (e.mark.shown(), *i))
+            .min_by_key(|(i, e)| (rank(e, now), *i))
+            .filter(|(_, e)| rank(e, now) != IN_GRACE)
             .map(|(i, _)| i);
         match pick.and_then(|i| self.0.remove(i)) {
             Some(e) => {
@@ -205,26 +219,23 @@ mod tests {
         m.request();
         let (bad, m) = open.push(t0);
         m.refused();
-        let (fresh, _) = open.push(t0 + FIRST_REQUEST_GRACE);
         let later = t0 + FIRST_REQUEST_GRACE;
-        let mut order = Vec::new();
-        for _ in 0..4 {
-            assert!(open.reclaim_one(later));
-            order.push([&proven, &idle, &card, &bad, &fresh].map(|t| t.is_cancelled()));
-        }
-        assert_eq!(
-            order,
-            [
-                [false, false, false, true, false],
-                [false, true, false, true, false],
-                [false, true, true, true, false],
-                [true, true, true, true, false],
-            ]
-        );
-        // A connection in its first-request grace is never asked; once past it, it is.
+        let (fresh, _) = open.push(later);
+        let all = [&proven, &idle, &card, &bad, &fresh];
+        let asked = |open: &mut Open, at: Instant| {
+            assert!(open.reclaim_one(at));
+            all.map(|t| t.is_cancelled())
+        };
+        assert_eq!(asked(&mut open, later), [false, false, false, true, false]);
+        assert_eq!(asked(&mut open, later), [false, true, false, true, false]);
+        // Next would be the fresh one, still in its grace: nobody is asked, not even
+        // the connections that showed more.
         assert!(!open.reclaim_one(later));
-        assert!(open.reclaim_one(later + FIRST_REQUEST_GRACE));
-        assert!(fresh.is_cancelled());
+        let after = later + FIRST_REQUEST_GRACE;
+        assert_eq!(asked(&mut open, after), [false, true, false, true, true]);
+        assert_eq!(asked(&mut open, after), [false, true, true, true, true]);
+        assert_eq!(asked(&mut open, after), [true; 5]);
+        assert!(!open.reclaim_one(after));
     }
 
     #[test]

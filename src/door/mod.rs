@@ -175,8 +175,8 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// A client must send a request's body within this time, or gets `408`.
     pub body_read_timeout: Duration,
-    /// Connections served at once; at the cap a new one makes the oldest close, one
-    /// that never proved a credential first.
+    /// Connections served at once; at the cap a new one makes another close, those
+    /// that proved a credential last (`connections`).
     pub max_connections: usize,
     /// Refusals of credentials (401/403) answered at once, then per second: past the
     /// burst a refusal waits its turn, so a flood of bad tokens waits, not the cores.

@@ -152,7 +152,8 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
                 open.prune(2 * limits.max_connections);
                 let (reclaim, mark) = open.push(std::time::Instant::now());
                 let _ = stream.set_nodelay(true);
-                // The request handler marks the connection once a credential verifies.
+                // Each request marks its connection: here its head arrived, in `rpc`
+                // whether its credential verified.
                 let service = TowerToHyperService::new(router.clone().map_request(
                     move |mut req: Request<hyper::body::Incoming>| {
                         mark.request();
@@ -197,12 +198,13 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
 }
 
 /// A connection slot for a new connection. At the cap, asks one open connection to
-/// close (`Open::reclaim_one`) and waits for it; when every other connection is
-/// still in its first-request grace, waits for one to leave it or end. None when no
-/// slot freed within `RECLAIM_WAIT`.
+/// close (`Open::reclaim_one`) and waits for it; when the one to ask is still in its
+/// first-request grace, lets it run (its request may be waiting to be read) and asks
+/// again, each millisecond. None when no slot freed within `RECLAIM_WAIT`.
 async fn slot(slots: &Arc<Semaphore>, open: &mut Open) -> Option<OwnedSemaphorePermit> {
     use std::time::{Duration, Instant};
     let deadline = Instant::now() + RECLAIM_WAIT;
+    let mut yielded = false;
     loop {
         if let Ok(permit) = slots.clone().try_acquire_owned() {
             return Some(permit);
@@ -213,8 +215,12 @@ async fn slot(slots: &Arc<Semaphore>, open: &mut Open) -> Option<OwnedSemaphoreP
         }
         let wait = if open.reclaim_one(now) {
             deadline - now
+        } else if !yielded {
+            yielded = true;
+            tokio::task::yield_now().await;
+            continue;
         } else {
-            Duration::from_millis(10).min(deadline - now)
+            Duration::from_millis(1).min(deadline - now)
         };
         if let Ok(Ok(permit)) = tokio::time::timeout(wait, slots.clone().acquire_owned()).await {
             return Some(permit);
