@@ -199,12 +199,12 @@ fn main() {
         .to_string();
     // Printed, and recorded for the report's RSS curve.
     let rss = |tasks: usize| {
-        let pids = [launcher.0.id(), lead_pid, helper_pid];
-        for (process, pid) in ["launcher", "lead", "helper"].into_iter().zip(pids) {
+        let rss = [launcher.0.id(), lead_pid, helper_pid].map(vm_rss_mib);
+        for (process, mib) in ["launcher", "lead", "helper"].into_iter().zip(rss) {
             let labels = serde_json::json!({"process": process, "tasks": tasks});
-            measure::record("load", "rss", labels, vm_rss_mib(pid), "MiB");
+            measure::record("load", "rss", labels, mib, "MiB");
         }
-        pids.map(vm_rss_mib).map(|m| format!("{m:5.1}")).join("  ")
+        rss.map(|m| format!("{m:5.1}")).join("  ")
     };
     println!(
         "load: {tasks} tasks from {CLIENTS} clients at the entry member (load average {load_before})"
