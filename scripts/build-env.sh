@@ -27,4 +27,9 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
     SOURCE_DATE_EPOCH=$(git -C "$MUR_SRC_ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
 fi
 export SOURCE_DATE_EPOCH
+# C code built into the binary names its build's date and time (mimalloc's options.c:
+# __DATE__ and __TIME__, which GCC takes from SOURCE_DATE_EPOCH): pinned, so the
+# binary is the same whatever SOURCE_DATE_EPOCH the builder set (`just repro` varies
+# it). No spaces inside a flag: the cc crate splits CFLAGS on white space.
+export CFLAGS="${CFLAGS:+$CFLAGS }-Wno-builtin-macro-redefined -D__DATE__=\"redacted\" -D__TIME__=\"redacted\""
 export CARGO_HOME
