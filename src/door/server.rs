@@ -131,9 +131,9 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
         .fallback(not_found)
         .with_state(shared);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    // At the cap one open connection is asked to close (at once when idle, after its
-    // response otherwise), one that never proved a credential first, so a flood of
-    // idle keep-alive connections cannot lock a rightful caller out.
+    // At the cap one open connection is asked to close, those that proved a credential
+    // last (`connections`), so a flood of idle or bad-token connections cannot push a
+    // rightful caller out.
     let mut open = Open::default();
     let mut conns = JoinSet::new();
     loop {
