@@ -4,25 +4,26 @@
 //! mur is left above what the entry member's harness left behind; a cgroup holds it
 //! anyway.
 //!
-//! - The launcher makes `<its own cgroup>/murmur-frm_<id>` and moves itself into it
-//!   before any member starts ([`FormationCgroup::enter`]), so every member and every
-//!   descendant of theirs is in it, however it escaped its session or process group.
-//! - It starts a watcher (`mur formation-watch`, hidden): its own session, moved back
-//!   into the launcher's former cgroup before it runs, so no kill of the launcher's
-//!   group and no `cgroup.kill` of the formation's reaches it. The watcher waits on a
+//! - The launcher makes `<its own cgroup>/murmur-frm_<id>` before any member starts
+//!   ([`FormationCgroup::make`]) and starts every member in it (`spawn`, with
+//!   `clone3(CLONE_INTO_CGROUP)`), so every member and every descendant of theirs is in
+//!   it, however it escaped its session or process group. The launcher stays outside:
+//!   moving it in cost an RCU grace period, 8–15 ms of each launch.
+//! - It starts a watcher (`mur formation-watch`, hidden): its own session, outside the
+//!   cgroup like the launcher, so no kill of the launcher's group and no
+//!   `cgroup.kill` of the formation's reaches it. The watcher waits on a
 //!   pidfd of the launcher. When the launcher is gone, it waits as the launcher would
 //!   have for its members: until nothing is left in the cgroup, or 25 s (scaled), then
 //!   writes `cgroup.kill` and removes the cgroup.
-//! - A launcher that ends normally leaves the cgroup after its sweep, kills what is
-//!   left in it and removes it ([`FormationCgroup::end`]); the watcher then finds it
-//!   gone and exits.
+//! - A launcher that ends normally kills what is left in the cgroup after its sweep
+//!   and removes it ([`FormationCgroup::end`]); the watcher then finds it gone and exits.
 //! - Where no cgroup v2 is writable (an ordinary user without delegation, a container
 //!   with a read-only or no v2 hierarchy, a kernel without `cgroup.kill`), the launcher
 //!   runs without one and says so on `-v` only.
 
 use std::fs;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -97,14 +98,6 @@ fn populated(dir: &Path) -> Option<bool> {
     Some(events.lines().any(|l| l.trim() == "populated 1"))
 }
 
-/// Moves this process (every thread of it) into cgroup `dir`.
-fn move_self(dir: &Path) -> io::Result<()> {
-    fs::write(
-        dir.join("cgroup.procs"),
-        std::process::id().to_string().as_bytes(),
-    )
-}
-
 /// SIGKILL to everything in cgroup `dir` and below (`cgroup.kill`), then removes it
 /// and the cgroups below it (a nested formation's) once empty, within [`KILL_LIMIT`].
 /// A cgroup already gone is done.
@@ -139,7 +132,8 @@ fn remove_tree(dir: &Path) -> io::Result<()> {
 
 /// Removes every empty formation cgroup under `parent` (with the empty cgroups below
 /// it): what a watcher that was itself killed left. A cgroup something still runs in
-/// is busy and stays (a live formation's always holds its launcher).
+/// is busy and stays, and so does one whose launcher holds its lock (a live formation's
+/// before its first member starts).
 pub fn remove_leftovers(parent: &Path) -> usize {
     let Ok(entries) = fs::read_dir(parent) else {
         return 0;
@@ -147,24 +141,34 @@ pub fn remove_leftovers(parent: &Path) -> usize {
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
-        .filter(|e| remove_tree(&e.path()).is_ok())
+        .filter(|e| {
+            let Ok(dir) = fs::File::open(e.path()) else {
+                return false;
+            };
+            // Held while it is removed, so its launcher never takes a removed cgroup.
+            rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+                && remove_tree(&e.path()).is_ok()
+        })
         .count()
 }
 
-/// The formation's cgroup, this launcher in it, its watcher outside it.
+/// The formation's cgroup, which every member is started in (`spawn`), and its watcher
+/// outside it. The launcher itself stays where it was.
 #[derive(Debug)]
 pub struct FormationCgroup {
     dir: PathBuf,
-    parent: PathBuf,
+    /// The cgroup's directory, open and `flock`ed for the launcher's life: members are
+    /// cloned into it, and another launch's leftover sweep passes it by.
+    fd: fs::File,
     /// The watcher, owned: never a stray of this launcher's.
     _watcher: descendants::Own,
 }
 
 impl FormationCgroup {
-    /// Makes formation `formation`'s cgroup below this process's own, starts its
-    /// watcher and moves this process into it. Call it before any member starts.
+    /// Makes formation `formation`'s cgroup below this process's own and starts its
+    /// watcher. Call it before any member starts, and start each in [`Self::fd`].
     /// `Err` says why there is none (the launcher then runs without).
-    pub fn enter(formation: &str) -> Result<FormationCgroup, String> {
+    pub fn make(formation: &str) -> Result<FormationCgroup, String> {
         let parent = own_dir().ok_or("no cgroup v2 hierarchy holding this process is mounted")?;
         let removed = remove_leftovers(&parent);
         if removed > 0 {
@@ -172,10 +176,10 @@ impl FormationCgroup {
         }
         let dir = parent.join(format!("murmur-{formation}"));
         let fail = |what: &str, e: io::Error| format!("{what} {}: {e}", dir.display());
-        // Another launch removes empty formation cgroups: ours is empty until this
-        // process is in it, so a removal in between is met by making it again.
+        // Another launch removes empty formation cgroups it can lock: ours is empty and
+        // unlocked until the lock below, so a removal in between is met by making it again.
         let mut tries = 0;
-        loop {
+        let fd = loop {
             tries += 1;
             fs::create_dir(&dir).map_err(|e| fail("cannot make", e))?;
             if !dir.join("cgroup.kill").is_file() {
@@ -185,26 +189,27 @@ impl FormationCgroup {
                     dir.display()
                 ));
             }
-            match move_self(&dir) {
-                Ok(()) => break,
-                Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 3 => continue,
-                Err(e) => {
-                    let _ = fs::remove_dir(&dir);
-                    return Err(fail("cannot move the launcher into", e));
-                }
+            let fd = fs::File::open(&dir).map_err(|e| fail("cannot open", e))?;
+            // Blocking: a sweep holds it only while it removes the cgroup.
+            rustix::fs::flock(&fd, rustix::fs::FlockOperation::LockExclusive)
+                .map_err(|e| fail("cannot lock", e.into()))?;
+            if dir.join("cgroup.kill").is_file() {
+                break fd;
             }
-        }
-        match spawn_watcher(&dir, &parent) {
+            if tries >= 3 {
+                return Err(format!("{} was removed as it was made", dir.display()));
+            }
+        };
+        match spawn_watcher(&dir) {
             Ok((watcher, own)) => {
                 descendants::spare(watcher);
                 Ok(FormationCgroup {
                     dir,
-                    parent,
+                    fd,
                     _watcher: own,
                 })
             }
             Err(e) => {
-                let _ = move_self(&parent);
                 let _ = fs::remove_dir(&dir);
                 Err(fail("cannot start the watcher of", e))
             }
@@ -216,30 +221,27 @@ impl FormationCgroup {
         &self.dir
     }
 
-    /// The launcher's last act, after its sweep: out of the cgroup, SIGKILL to
-    /// anything still in it, the cgroup removed. The watcher then finds it gone.
+    /// The cgroup's directory, open: what `spawn` starts a member in.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The launcher's last act, after its sweep: SIGKILL to anything still in the
+    /// cgroup, the cgroup removed. The watcher then finds it gone.
     pub fn end(self) {
-        if let Err(e) = move_self(&self.parent) {
-            tracing::warn!("cannot leave the formation's cgroup {:?}: {e}", self.dir);
-            return;
-        }
         if let Err(e) = kill_and_remove(&self.dir) {
             tracing::warn!("cannot remove the formation's cgroup {:?}: {e}", self.dir);
         }
     }
 }
 
-/// Starts `mur formation-watch` for cgroup `dir`: in a session of its own, moved into
-/// `parent` before it runs mur's code (so it is never in the formation's cgroup).
-fn spawn_watcher(dir: &Path, parent: &Path) -> io::Result<(u32, descendants::Own)> {
+/// Starts `mur formation-watch` for cgroup `dir`, in a session of its own and, like
+/// the launcher, outside the formation's cgroup.
+fn spawn_watcher(dir: &Path) -> io::Result<(u32, descendants::Own)> {
     let me = std::process::id();
     let start = descendants::stat(me)
         .ok_or_else(|| io::Error::other("cannot read this process's start time"))?
         .start;
-    let procs = fs::OpenOptions::new()
-        .write(true)
-        .open(parent.join("cgroup.procs"))?;
-    let procs_fd = procs.as_raw_fd();
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.args([WATCH_COMMAND, "--launcher"])
         .arg(format!("{me}:{start}"))
@@ -248,21 +250,17 @@ fn spawn_watcher(dir: &Path, parent: &Path) -> io::Result<(u32, descendants::Own
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: between fork and exec the closure calls only setsid(2) and write(2),
-    // both async-signal-safe, and allocates nothing. "0" moves the writing process.
+    // SAFETY: between fork and exec the closure calls only setsid(2), which is
+    // async-signal-safe, and allocates nothing.
     unsafe {
-        cmd.pre_exec(move || {
+        cmd.pre_exec(|| {
             if libc::setsid() < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::write(procs_fd, b"0".as_ptr().cast(), 1) != 1 {
                 return Err(io::Error::last_os_error());
             }
             Ok(())
         });
     }
     let (child, own) = descendants::spawn_owned(|| cmd.spawn(), |c| Some(c.id()))?;
-    drop(procs);
     Ok((child.id(), own))
 }
 

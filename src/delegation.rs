@@ -10,10 +10,8 @@
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, MutexGuard};
 
-use command_fds::{CommandFdExt, FdMapping};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +20,7 @@ use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput, TurnEnd};
 use crate::catalogue::E_RUN_046;
 use crate::diag::{Diagnostic, Result};
 use crate::lifeline::Lifeline;
+use crate::spawn::{Spawn, Stderr};
 
 /// The tool's name.
 pub const NAME: &str = "delegate";
@@ -201,7 +200,7 @@ impl Delegations {
             .append(true)
             .open(c.logs.join(format!("delegate-{n}.log")))?;
         let (lifeline, read_end) = Lifeline::new()?;
-        let mut cmd = tokio::process::Command::new(&c.program);
+        let mut cmd = Spawn::new(&c.program);
         cmd.arg("run")
             .args(["--capsule", capsule, "--capsule-version", version])
             .arg("--task")
@@ -217,20 +216,14 @@ impl Delegations {
             .env(SPAWNER_ENV, SPAWNER_FD.to_string())
             // This session (or its launcher) already printed the host warnings.
             .env(crate::env::MURMUR_HOST_WARNINGS_REPORTED, "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr))
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stderr::To(stderr.into()))
+            .own_group()
+            .kill_on_drop()
+            .fd(read_end, SPAWNER_FD);
         if let Some(id) = &c.formation_id {
             cmd.env(crate::env::MURMUR_FORMATION_ID, id);
         }
-        cmd.fd_mappings(vec![FdMapping {
-            parent_fd: read_end,
-            child_fd: SPAWNER_FD,
-        }])
-        .map_err(std::io::Error::other)?;
-        let (mut child, own) = crate::descendants::spawn_owned(|| cmd.spawn(), |c| c.id())?;
+        let (mut child, own) = crate::descendants::spawn_owned(|| cmd.spawn(None), |c| c.id())?;
         // The child's end lives on in the child only.
         drop(cmd);
         {

@@ -49,6 +49,7 @@ pub(crate) mod scaffold;
 pub(crate) mod session;
 pub mod shell;
 pub(crate) mod signals;
+pub mod spawn;
 pub mod store;
 pub mod sync;
 pub(crate) mod testing;

@@ -58,34 +58,36 @@ pub fn number(fd: &OwnedFd) -> RawFd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use command_fds::{CommandFdExt, FdMapping};
+    use crate::spawn::Spawn;
     use std::time::Duration;
+    use tokio::io::AsyncReadExt;
 
-    fn shell_reading(fd: OwnedFd) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new("sh");
+    fn shell_reading(fd: OwnedFd) -> Spawn {
+        let mut cmd = Spawn::new("/bin/sh");
         cmd.args(["-c", "cat <&7 >/dev/null; echo eof"])
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        cmd.fd_mappings(vec![FdMapping {
-            parent_fd: fd,
-            child_fd: 7,
-        }])
-        .unwrap();
+            .kill_on_drop()
+            .fd(fd, 7);
         cmd
     }
 
     #[tokio::test]
     async fn child_reads_eof_exactly_when_the_launcher_closes() {
         let (mut lifeline, read_end) = Lifeline::new().unwrap();
-        let mut cmd = shell_reading(read_end);
-        let child = cmd.spawn().unwrap();
+        let cmd = shell_reading(read_end);
+        let mut child = cmd.spawn(None).unwrap();
         drop(cmd); // the launcher keeps no copy of the read end
         // A second, concurrently spawned process must not keep the write end open.
-        let bystander = tokio::process::Command::new("sleep")
+        let bystander = Spawn::new("/bin/sleep")
             .arg("30")
-            .kill_on_drop(true)
-            .spawn();
-        let wait = tokio::spawn(child.wait_with_output());
+            .kill_on_drop()
+            .spawn(None);
+        let wait = tokio::spawn(async move {
+            let mut out = String::new();
+            let mut stdout = child.stdout.take().unwrap();
+            stdout.read_to_string(&mut out).await.unwrap();
+            child.wait().await.unwrap();
+            out
+        });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
             !wait.is_finished(),
@@ -95,9 +97,8 @@ mod tests {
         let out = tokio::time::timeout(Duration::from_secs(10), wait)
             .await
             .unwrap()
-            .unwrap()
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "eof");
+        assert_eq!(out.trim(), "eof");
         drop(bystander);
     }
 

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
+use crate::spawn::Child;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
-use tokio::process::Child;
 use tokio::time::Instant;
 
 /// The first stdout line of `mur run --json`.

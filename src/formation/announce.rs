@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
+use crate::spawn::Pipe;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::ChildStdout;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -164,7 +164,7 @@ pub struct Formation {
 
 /// Reads the entry member's stdout to its end: its readiness line (then the formation
 /// is up and is announced), then its outcome line.
-pub fn relay(stdout: ChildStdout, formation: Formation) -> JoinHandle<Relayed> {
+pub fn relay(stdout: Pipe, formation: Formation) -> JoinHandle<Relayed> {
     tokio::spawn(async move {
         let mut relayed = Relayed::default();
         let mut lines = BufReader::new(stdout).lines();

@@ -93,8 +93,8 @@ pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) 
             return 1;
         }
     };
-    // Before any member starts, so all of them and theirs are in it.
-    let cgroup = match crate::cgroup::FormationCgroup::enter(key.formation_id().as_str()) {
+    // Before any member starts, so all of them and theirs are started in it.
+    let cgroup = match crate::cgroup::FormationCgroup::make(key.formation_id().as_str()) {
         Ok(cgroup) => {
             tracing::info!("the formation's cgroup: {}", cgroup.dir().display());
             Some(cgroup)
@@ -110,7 +110,7 @@ pub async fn launch_as_process(plan: &Plan, options: &Options, places: &Places) 
     // A stray gets what a member gets: SIGTERM, then SIGKILL 25 s later.
     let grace = timing::scaled(timing::WIND_DOWN_KILL);
     let strays = crate::descendants::watch_strays(STRAY_WATCH, Some(grace));
-    let status = launch(plan, options, places, key).await;
+    let status = launch(plan, options, places, key, cgroup.as_ref()).await;
     strays.abort();
     let last = timing::scaled(LAST_STRAY_WAIT);
     let _ = tokio::task::spawn_blocking(move || {
@@ -128,9 +128,16 @@ const STRAY_WATCH: Duration = Duration::from_millis(500);
 /// How long, at most, the launcher's end waits for strays to end on their SIGTERM.
 const LAST_STRAY_WAIT: Duration = Duration::from_secs(2);
 
-/// Launches `plan` as formation `key` and returns the launcher's exit status once
-/// every member stopped. The key is dropped with the launch.
-pub async fn launch(plan: &Plan, options: &Options, places: &Places, key: FormationKey) -> i32 {
+/// Launches `plan` as formation `key`, every member in `cgroup` when there is one, and
+/// returns the launcher's exit status once every member stopped. The key is dropped
+/// with the launch.
+pub async fn launch(
+    plan: &Plan,
+    options: &Options,
+    places: &Places,
+    key: FormationKey,
+    cgroup: Option<&crate::cgroup::FormationCgroup>,
+) -> i32 {
     let (started, wall) = options
         .started
         .unwrap_or_else(|| (std::time::Instant::now(), SystemTime::now()));
@@ -142,6 +149,7 @@ pub async fn launch(plan: &Plan, options: &Options, places: &Places, key: Format
         options,
         places,
         key: &key,
+        cgroup,
         deadline,
         signals: Signals::new(&[Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP]),
         cwd: std::env::current_dir().unwrap_or_else(|_| plan.project_dir.clone()),
@@ -180,6 +188,8 @@ struct Launch<'a> {
     options: &'a Options,
     places: &'a Places,
     key: &'a FormationKey,
+    /// The formation's cgroup, every member started in it.
+    cgroup: Option<&'a crate::cgroup::FormationCgroup>,
     /// The formation's `--deadline`, as an instant and as the moment members are told.
     deadline: Option<(Instant, SystemTime)>,
     signals: Signals,
@@ -331,8 +341,11 @@ impl Launch<'_> {
         Ok(())
     }
 
-    /// Starts every peer at once, each with its credentials on its channel.
+    /// Starts every peer at once, each with its credentials on its channel: every one
+    /// is cloned before the launcher waits for the first to run its program.
     fn start_peers(&mut self) -> Result<(), Halt> {
+        let mut starting = Vec::new();
+        let mut failure = None;
         for (peer, workdir) in self.peers.iter().zip(&self.workdirs) {
             let spec = spec_for(peer, Vec::new());
             tracing::debug!(
@@ -349,17 +362,29 @@ impl Launch<'_> {
                 self.key.formation_id(),
                 &lines,
                 &self.cwd,
+                self.cgroup.map(|c| c.fd()),
             ) {
-                Ok(s) => self.started.push(s),
+                Ok(s) => starting.push((peer.name.clone(), s)),
                 Err(e) => {
-                    return Err(Halt::with(Diagnostic::new(
-                        E_RUN_045,
-                        format!("peer `{}` could not start: {e}", peer.name),
-                    )));
+                    failure = Some((peer.name.clone(), e));
+                    break;
                 }
             }
         }
-        Ok(())
+        // Each one started is the launcher's to stop, whatever became of the others.
+        for (name, s) in starting {
+            match s.started() {
+                Ok(s) => self.started.push(s),
+                Err(e) => failure = failure.or(Some((name, e))),
+            }
+        }
+        match failure {
+            None => Ok(()),
+            Some((name, e)) => Err(Halt::with(Diagnostic::new(
+                E_RUN_045,
+                format!("peer `{name}` could not start: {e}"),
+            ))),
+        }
     }
 
     /// Waits for each peer's readiness (its door), all at once. The first peer that
@@ -492,7 +517,9 @@ impl Launch<'_> {
             self.key.formation_id(),
             &lines,
             &self.cwd,
+            self.cgroup.map(|c| c.fd()),
         )
+        .and_then(member::Starting::started)
         .map_err(|e| Halt {
             line: Some(format!(
                 "[mur run] error: the entry member `{}` could not start: {e}",

@@ -2,16 +2,16 @@
 //! environment, inherited lifeline and channel), and how it is stopped.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use command_fds::{CommandFdExt, FdMapping};
+use std::os::fd::BorrowedFd;
+
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::process::{Child, Command};
 
 use crate::channel;
 use crate::lifeline::{self, Lifeline};
+use crate::spawn::{Child, Spawn, Stderr};
 
 /// The descriptor numbers a member inherits its lifeline and channel at.
 pub const LIFELINE_FD: i32 = 3;
@@ -55,14 +55,43 @@ pub fn program() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("mur"))
 }
 
-/// Starts a member whose channel already holds `lines` (its credentials first).
+/// A member cloned and on its way to `mur run`: [`Starting::started`] waits for that.
+pub struct Starting {
+    name: crate::ids::MemberName,
+    child: crate::spawn::Starting,
+    lifeline: Lifeline,
+    channel: channel::Writer,
+    pgid: Option<i32>,
+    started_at: tokio::time::Instant,
+    own: crate::descendants::Own,
+}
+
+impl Starting {
+    /// The started member, or why its program could not run.
+    pub fn started(self) -> std::io::Result<Started> {
+        Ok(Started {
+            name: self.name,
+            child: self.child.started()?,
+            lifeline: self.lifeline,
+            channel: self.channel,
+            pgid: self.pgid,
+            started_at: self.started_at,
+            _own: self.own,
+        })
+    }
+}
+
+/// Starts a member whose channel already holds `lines` (its credentials first), in
+/// the formation's `cgroup` when there is one; returns before it runs its program,
+/// so the next member can be cloned meanwhile.
 pub fn start(
     program: &Path,
     spec: &Spec,
     formation: &crate::ids::FormationId,
     lines: &[channel::Line],
     cwd: &Path,
-) -> std::io::Result<Started> {
+    cgroup: Option<BorrowedFd<'_>>,
+) -> std::io::Result<Starting> {
     let (lifeline, lifeline_read) = Lifeline::new()?;
     let (mut channel, channel_read) = channel::Writer::new()?;
     // Written before the member starts: the pipe holds them until the member reads.
@@ -70,7 +99,7 @@ pub fn start(
         channel.send(line)?;
     }
 
-    let mut cmd = Command::new(program);
+    let mut cmd = Spawn::new(program);
     cmd.arg("run").args([
         "--capsule",
         &spec.capsule,
@@ -89,43 +118,32 @@ pub fn start(
         .env(lifeline::ENV, LIFELINE_FD.to_string())
         .env(HOST_WARNINGS_ENV, "1")
         .env_remove(crate::call_member::PEERS_ENV)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
         .stderr(if spec.entry {
-            Stdio::inherit()
+            Stderr::Inherit
         } else {
-            Stdio::piped()
-        });
+            Stderr::Piped
+        })
+        .fd(lifeline_read, LIFELINE_FD)
+        .fd(channel_read, CHANNEL_FD);
     if spec.own_group {
-        cmd.process_group(0);
+        cmd.own_group();
     }
-    cmd.fd_mappings(vec![
-        FdMapping {
-            parent_fd: lifeline_read,
-            child_fd: LIFELINE_FD,
-        },
-        FdMapping {
-            parent_fd: channel_read,
-            child_fd: CHANNEL_FD,
-        },
-    ])
-    .map_err(std::io::Error::other)?;
     // Owned: the launcher waits for it, so its stray watch never reaps or kills it.
-    let (child, own) = crate::descendants::spawn_owned(|| cmd.spawn(), |c| c.id())?;
+    let (child, own) = crate::descendants::spawn_owned(|| cmd.start(cgroup), |c| c.id())?;
     // `cmd` owns the member's ends; dropping it closes the launcher's copies.
     drop(cmd);
     let pgid = spec
         .own_group
         .then(|| child.id().map(|p| p as i32))
         .flatten();
-    Ok(Started {
+    Ok(Starting {
         name: spec.name.clone(),
         child,
         lifeline,
         channel,
         pgid,
         started_at: tokio::time::Instant::now(),
-        _own: own,
+        own,
     })
 }
 

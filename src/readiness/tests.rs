@@ -1,5 +1,4 @@
 use super::*;
-use std::process::Stdio;
 use tokio::io::BufReader;
 
 const FRM: &str = "frm_0199c4e2f1b7712a9d3e4f5061728394";
@@ -35,17 +34,14 @@ fn line(door: Option<&str>, formation: Option<&str>) -> String {
 
 /// Runs `script` as the peer and waits for it with a deadline `limit` from now.
 async fn peer(script: &str, limit: Duration) -> Result<Ready, NotReady> {
-    let mut child = tokio::process::Command::new("sh")
+    let mut child = crate::spawn::Spawn::new("/bin/sh")
         .args(["-c", script])
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
+        .spawn(None)
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let started = Instant::now();
     let http = crate::door::client().build().unwrap();
-    wait(
+    let result = wait(
         &mut child,
         &mut stdout,
         FRM,
@@ -53,7 +49,10 @@ async fn peer(script: &str, limit: Duration) -> Result<Ready, NotReady> {
         started + limit,
         &http,
     )
-    .await
+    .await;
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    result
 }
 
 fn echo_then(text: &str, then: &str) -> String {

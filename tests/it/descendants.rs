@@ -249,22 +249,33 @@ fn cgroup_writable() -> bool {
     kill
 }
 
-/// The formation's cgroup the launcher moved itself into, and its watcher: a child of
-/// the launcher running `mur formation-watch`.
+/// The formation's cgroup and its watcher (a child of the launcher running `mur
+/// formation-watch --cgroup <dir>`), when the launcher made one.
 fn formation_cgroup(launcher: u32) -> Option<(PathBuf, Proc)> {
-    let text = std::fs::read_to_string(format!("/proc/{launcher}/cgroup")).ok()?;
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let name = Path::new(path).file_name()?.to_str()?;
-    if !name.starts_with(mur::cgroup::PREFIX) {
-        return None;
-    }
-    let dir = mur::cgroup::own_dir()?.join(name);
-    let watcher = descendants::table().into_iter().find(|p| {
-        p.ppid == launcher
-            && std::fs::read(format!("/proc/{}/cmdline", p.pid))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("formation-watch"))
+    let (watcher, cmdline) = descendants::table().into_iter().find_map(|p| {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", p.pid)).ok()?;
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        (p.ppid == launcher && args.iter().any(|a| a == "formation-watch")).then_some((p, args))
     })?;
+    let dir = cmdline
+        .iter()
+        .skip_while(|a| *a != "--cgroup")
+        .nth(1)
+        .map(PathBuf::from)?;
     Some((dir, watcher))
+}
+
+/// The cgroup v2 of process `pid`, by name (the last part of its `0::` line).
+fn cgroup_name(pid: u32) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let path = text
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or("");
+    path.rsplit('/').next().unwrap_or("").to_string()
 }
 
 /// The spec's 30 s teardown bound as the tests scale it, with 1 s of slack for the
@@ -332,6 +343,13 @@ fn a_normal_end_leaves_no_cgroup_and_no_watcher() {
     let (dir, watcher) = formation_cgroup(launcher.id())
         .expect("a cgroup v2 is writable, yet the launcher made none");
     assert!(dir.is_dir());
+    // The members' grandchildren were started inside it; the launcher and its watcher
+    // stay outside, so no cgroup.kill of the formation's reaches them.
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    assert_eq!(cgroup_name(lead.pid), name, "the lead's grandchild");
+    assert_eq!(cgroup_name(helper.pid), name, "the helper's grandchild");
+    assert_ne!(cgroup_name(launcher.id()), name, "the launcher");
+    assert_ne!(cgroup_name(watcher.pid), name, "the watcher");
     kill(Pid::from_raw(launcher.id() as i32), Signal::SIGTERM).unwrap();
     launcher.wait().unwrap();
     // The launcher removed its cgroup before it exited; its watcher then exits.
@@ -378,6 +396,11 @@ fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     // What a killed watcher left: an empty formation cgroup, with an empty one below.
     let left = own.join(format!("{}leftover{me}", mur::cgroup::PREFIX));
     std::fs::create_dir_all(left.join(format!("{}inner", mur::cgroup::PREFIX))).unwrap();
+    // A live formation's before its first member: empty, but its launcher holds its lock.
+    let locked = own.join(format!("{}locked{me}", mur::cgroup::PREFIX));
+    std::fs::create_dir(&locked).unwrap();
+    let lock = std::fs::File::open(&locked).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
     // A formation cgroup something runs in, and a cgroup not named for a formation.
     let busy = own.join(format!("{}busy{me}", mur::cgroup::PREFIX));
     let other = own.join(format!("murmur-other{me}"));
@@ -387,7 +410,10 @@ fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
 
     mur::cgroup::remove_leftovers(&own);
-    let (busy_stayed, other_stayed) = (busy.is_dir(), other.is_dir());
+    let (busy_stayed, other_stayed, locked_stayed) =
+        (busy.is_dir(), other.is_dir(), locked.is_dir());
+    drop(lock);
+    let _ = std::fs::remove_dir(&locked);
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
     let _ = std::fs::remove_dir(&other);
@@ -404,6 +430,10 @@ fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     assert!(
         other_stayed,
         "a cgroup not named for a formation was removed"
+    );
+    assert!(
+        locked_stayed,
+        "an empty formation cgroup its launcher holds locked was removed"
     );
 }
 

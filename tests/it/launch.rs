@@ -90,6 +90,7 @@ async fn run(w: &Rig, plan: &Plan) -> i32 {
         },
         &w.places,
         mur::credential::FormationKey::mint().unwrap(),
+        None,
     )
     .await
 }

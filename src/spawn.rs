@@ -1,0 +1,512 @@
+//! Starting a member: one `clone3` that makes the process straight inside the
+//! formation's cgroup (`CLONE_INTO_CGROUP`) with a pidfd of it (`CLONE_PIDFD`), then the
+//! member's descriptors and its `execve`.
+//!
+//! Why not the standard library's `Command`: it can only fork in the launcher's own
+//! cgroup, so the launcher had to move itself into the formation's first, and the
+//! first move of a process takes the cgroup threadgroup lock's writer side, which waits
+//! out an RCU grace period: 8–15 ms of an 8-member launch's ~22 ms on this project's
+//! machines (docs/benchmarks.md). A clone into a cgroup takes only the reader side.
+//!
+//! Between `clone3` and `execve` the child is a copy of a multi-threaded process in
+//! which only this thread runs: it calls only async-signal-safe system calls on data
+//! the parent prepared, and allocates nothing. An `execve` that fails reports its
+//! `errno` on a close-on-exec pipe, as the standard library does.
+//!
+//! Where `clone3` is refused (Docker's default seccomp profile answers it with ENOSYS),
+//! the child is made by `clone` with `CLONE_PIDFD` and moves itself into the cgroup
+//! before its `execve`: the slow move, but still before the member runs.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+/// `CLONE_INTO_CGROUP` (linux/sched.h; Linux 5.7).
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// Whether `clone3` may be tried: false once it answered ENOSYS (a seccomp filter).
+static CLONE3: AtomicBool = AtomicBool::new(true);
+
+/// The read end of a child's stdout or stderr.
+pub type Pipe = tokio::net::unix::pipe::Receiver;
+
+/// What becomes of the child's stderr.
+#[derive(Debug)]
+pub enum Stderr {
+    Inherit,
+    Piped,
+    /// Written to this file.
+    To(OwnedFd),
+}
+
+/// A process to start: its program (a path), arguments, environment changes, folder,
+/// process group, stderr and inherited descriptors. Its stdin is `/dev/null` and its
+/// stdout a pipe.
+#[derive(Debug)]
+pub struct Spawn {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, Option<OsString>)>,
+    cwd: Option<OsString>,
+    own_group: bool,
+    stderr: Stderr,
+    fds: Vec<(OwnedFd, RawFd)>,
+    kill_on_drop: bool,
+}
+
+/// The highest descriptor number a child may be handed a descriptor at.
+const MAX_CHILD_FD: RawFd = 9;
+
+impl Spawn {
+    pub fn new(program: impl AsRef<OsStr>) -> Spawn {
+        Spawn {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+            own_group: false,
+            stderr: Stderr::Inherit,
+            fds: Vec::new(),
+            kill_on_drop: false,
+        }
+    }
+
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Spawn {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(&mut self, args: I) -> &mut Spawn {
+        for a in args {
+            self.arg(a);
+        }
+        self
+    }
+
+    /// Sets `key` in the child's environment (the launcher's, with these changes).
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Spawn {
+        self.env
+            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Spawn {
+        self.env.push((key.as_ref().to_owned(), None));
+        self
+    }
+
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Spawn {
+        self.cwd = Some(dir.as_ref().as_os_str().to_owned());
+        self
+    }
+
+    /// A process group of its own, led by the child.
+    pub fn own_group(&mut self) -> &mut Spawn {
+        self.own_group = true;
+        self
+    }
+
+    pub fn stderr(&mut self, stderr: Stderr) -> &mut Spawn {
+        self.stderr = stderr;
+        self
+    }
+
+    /// SIGKILL to the child when its [`Child`] is dropped before it was reaped.
+    pub fn kill_on_drop(&mut self) -> &mut Spawn {
+        self.kill_on_drop = true;
+        self
+    }
+
+    /// Hands `fd` to the child as descriptor `at` (3 to 9); the parent's copy is closed
+    /// when the spawn is dropped.
+    pub fn fd(&mut self, fd: OwnedFd, at: RawFd) -> &mut Spawn {
+        self.fds.push((fd, at));
+        self
+    }
+
+    /// Starts the child, in `cgroup` (a cgroup v2 directory) when given. Returns once it
+    /// has run its program, or with the error that kept it from doing so.
+    pub fn spawn(&self, cgroup: Option<BorrowedFd<'_>>) -> io::Result<Child> {
+        self.start(cgroup)?.started()
+    }
+
+    /// Starts the child without waiting for it to run its program: a launcher starts
+    /// all its members before it waits for the first ([`Starting::started`]), so each
+    /// runs up to its program while the next is cloned.
+    pub fn start(&self, cgroup: Option<BorrowedFd<'_>>) -> io::Result<Starting> {
+        self.start_with(cgroup, true)
+    }
+
+    /// [`Self::start`], by `clone3` unless `use_clone3` is false or it failed with
+    /// ENOSYS before (then by `clone`).
+    fn start_with(&self, cgroup: Option<BorrowedFd<'_>>, use_clone3: bool) -> io::Result<Starting> {
+        let prepared = Prepared::new(self)?;
+        let (out_read, out_write) = pipe()?;
+        let (err_read, err_write) = match &self.stderr {
+            Stderr::Piped => {
+                let (r, w) = pipe()?;
+                (Some(r), Some(w))
+            }
+            Stderr::To(file) => (None, Some(file.try_clone()?)),
+            Stderr::Inherit => (None, None),
+        };
+        let (report_read, report_write) = pipe()?;
+        let null = std::fs::File::open("/dev/null")?;
+        // Every descriptor the child receives, above every number it receives one at, so
+        // no `dup2` overwrites a source a later one still needs. These copies are
+        // close-on-exec; the numbers `dup2` gives are not.
+        let mut moves: Vec<(OwnedFd, RawFd)> =
+            vec![(high(null.as_fd())?, 0), (high(out_write.as_fd())?, 1)];
+        if let Some(w) = &err_write {
+            moves.push((high(w.as_fd())?, 2));
+        }
+        for (fd, at) in &self.fds {
+            if !(3..=MAX_CHILD_FD).contains(at) {
+                return Err(io::Error::other(format!(
+                    "descriptor number {at} is outside 3..={MAX_CHILD_FD}"
+                )));
+            }
+            moves.push((high(fd.as_fd())?, *at));
+        }
+        let plan: Vec<(RawFd, RawFd)> = moves.iter().map(|(f, at)| (f.as_raw_fd(), *at)).collect();
+
+        let mut pidfd: RawFd = -1;
+        let clone3 = use_clone3 && CLONE3.load(Ordering::Relaxed);
+        let mut pid = if clone3 {
+            let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
+            args.flags = libc::CLONE_PIDFD as u64;
+            args.pidfd = std::ptr::addr_of_mut!(pidfd) as u64;
+            args.exit_signal = libc::SIGCHLD as u64;
+            if let Some(cgroup) = cgroup {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = cgroup.as_raw_fd() as u64;
+            }
+            // SAFETY: clone3 without CLONE_VM (a copy of this process, like fork); the
+            // child runs only `child`, which is async-signal-safe and never returns.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_clone3,
+                    std::ptr::addr_of_mut!(args),
+                    std::mem::size_of::<libc::clone_args>(),
+                )
+            }
+        } else {
+            -1
+        };
+        // Docker's default seccomp profile answers clone3 with ENOSYS: clone, with the
+        // child moving itself into the cgroup (the slow move this module avoids).
+        let mut move_in = None;
+        if !clone3 || (pid < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS)) {
+            if clone3 {
+                CLONE3.store(false, Ordering::Relaxed);
+            }
+            move_in = cgroup.map(|c| c.as_raw_fd());
+            // SAFETY: as above; x86_64's clone takes (flags, stack, parent_tid, child_tid,
+            // tls), and CLONE_PIDFD stores the pidfd at parent_tid.
+            pid = unsafe {
+                libc::syscall(
+                    libc::SYS_clone,
+                    (libc::CLONE_PIDFD | libc::SIGCHLD) as libc::c_ulong,
+                    0usize,
+                    std::ptr::addr_of_mut!(pidfd),
+                    0usize,
+                    0usize,
+                )
+            };
+        }
+        if pid == 0 {
+            // SAFETY: in the child, on data prepared before the clone.
+            unsafe {
+                child(
+                    &prepared,
+                    &plan,
+                    self.own_group,
+                    move_in,
+                    report_write.as_raw_fd(),
+                )
+            }
+        }
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let pid = pid as i32;
+        // SAFETY: the kernel wrote a new descriptor that nothing else owns.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        drop((moves, out_write, err_write, report_write));
+        // SAFETY: the Child owns the pidfd for as long as it is registered.
+        let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) }?;
+        let child = Child {
+            pid: pid as u32,
+            pidfd,
+            status: None,
+            stdout: Some(Pipe::from_owned_fd(out_read)?),
+            stderr: err_read.map(Pipe::from_owned_fd).transpose()?,
+            kill_on_drop: self.kill_on_drop,
+        };
+        Ok(Starting {
+            child,
+            report: report_read,
+        })
+    }
+}
+
+/// A child cloned and on its way to its program.
+#[derive(Debug)]
+pub struct Starting {
+    child: Child,
+    /// Closes empty when the child's `execve` succeeds; holds its `errno` when not.
+    report: OwnedFd,
+}
+
+impl Starting {
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Waits until the child runs its program: the child, or why it could not (it is
+    /// reaped then).
+    pub fn started(self) -> io::Result<Child> {
+        let Starting { mut child, report } = self;
+        if let Some(errno) = exec_report(report)? {
+            // The child exits at once; reap it so no zombie is left.
+            let _ = wait_blocking(child.pid as i32);
+            child.status = Some(ExitStatus::from_raw(127 << 8));
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        Ok(child)
+    }
+}
+
+/// The C strings the child needs and the null-ended pointer arrays `execve` takes,
+/// made before the clone.
+struct Prepared {
+    program: CString,
+    cwd: Option<CString>,
+    _strings: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+impl Prepared {
+    fn new(spawn: &Spawn) -> io::Result<Prepared> {
+        let c = |s: &OsStr| {
+            CString::new(s.as_bytes())
+                .map_err(|_| io::Error::other(format!("{s:?} holds a NUL byte")))
+        };
+        if !spawn.program.as_bytes().contains(&b'/') {
+            return Err(io::Error::other(format!(
+                "{:?}: a program to start must be given as a path",
+                spawn.program
+            )));
+        }
+        let program = c(std::path::absolute(&spawn.program)?.as_os_str())?;
+        let mut strings = vec![c(&spawn.program)?];
+        for a in &spawn.args {
+            strings.push(c(a)?);
+        }
+        let argc = strings.len();
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        for (key, value) in &spawn.env {
+            env.retain(|(k, _)| k != key);
+            if let Some(value) = value {
+                env.push((key.clone(), value.clone()));
+            }
+        }
+        for (k, v) in env {
+            let mut kv = k;
+            kv.push("=");
+            kv.push(v);
+            strings.push(c(&kv)?);
+        }
+        // A CString's bytes stay where they are when the vector holding it moves.
+        let ptrs = |list: &[CString]| {
+            let mut p: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
+            p.push(std::ptr::null());
+            p
+        };
+        let (argv, envp) = (ptrs(&strings[..argc]), ptrs(&strings[argc..]));
+        let cwd = spawn.cwd.as_deref().map(c).transpose()?;
+        Ok(Prepared {
+            program,
+            cwd,
+            _strings: strings,
+            argv,
+            envp,
+        })
+    }
+}
+
+/// The child's side, between clone and exec: no allocation, only system calls.
+///
+/// # Safety
+/// Only in the child of `clone3`, with `plan` and `prepared` made before it.
+unsafe fn child(
+    prepared: &Prepared,
+    plan: &[(RawFd, RawFd)],
+    own_group: bool,
+    move_in: Option<RawFd>,
+    report: RawFd,
+) -> ! {
+    let fail = |report: RawFd| -> ! {
+        // SAFETY: errno, write and _exit are async-signal-safe.
+        unsafe {
+            let errno = *libc::__errno_location();
+            libc::write(report, (&errno as *const i32).cast(), 4);
+            libc::_exit(127)
+        }
+    };
+    // SAFETY: each call below is async-signal-safe and takes pointers into `prepared`,
+    // which the parent made and this copy of its memory still holds.
+    unsafe {
+        // A standard start: no blocked signal, SIGPIPE at its default (Rust's runtime
+        // ignores it, and an ignored signal stays ignored across exec).
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        if let Some(cgroup) = move_in {
+            let procs = libc::openat(
+                cgroup,
+                c"cgroup.procs".as_ptr(),
+                libc::O_WRONLY | libc::O_CLOEXEC,
+            );
+            if procs < 0 || libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
+                fail(report);
+            }
+            libc::close(procs);
+        }
+        if own_group && libc::setpgid(0, 0) != 0 {
+            fail(report);
+        }
+        for &(from, to) in plan {
+            if libc::dup2(from, to) < 0 {
+                fail(report);
+            }
+        }
+        if let Some(cwd) = &prepared.cwd
+            && libc::chdir(cwd.as_ptr()) != 0
+        {
+            fail(report);
+        }
+        libc::execve(
+            prepared.program.as_ptr(),
+            prepared.argv.as_ptr(),
+            prepared.envp.as_ptr(),
+        );
+        fail(report)
+    }
+}
+
+/// A close-on-exec pipe: (read, write).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
+}
+
+/// A close-on-exec copy of `fd` numbered above every number a child receives.
+fn high(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    Ok(rustix::io::fcntl_dupfd_cloexec(fd, MAX_CHILD_FD + 1)?)
+}
+
+/// The child's `errno` if its exec failed: the report pipe closes empty on a
+/// successful exec.
+fn exec_report(report: OwnedFd) -> io::Result<Option<i32>> {
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match rustix::io::read(&report, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((got == 4).then(|| i32::from_ne_bytes(buf)))
+}
+
+/// Reaps `pid`, waiting for it.
+fn wait_blocking(pid: i32) -> io::Result<ExitStatus> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on a child of this process, writing into a local.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return Ok(ExitStatus::from_raw(status));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// A started child: its pid, a pidfd to wait on and signal it by, and its pipes.
+/// Dropping it never reaps it, and kills it only if it was spawned to be.
+#[derive(Debug)]
+pub struct Child {
+    pid: u32,
+    pidfd: AsyncFd<OwnedFd>,
+    status: Option<ExitStatus>,
+    kill_on_drop: bool,
+    pub stdout: Option<Pipe>,
+    pub stderr: Option<Pipe>,
+}
+
+impl Child {
+    /// Its pid; `None` once it was reaped (the number may then name another process).
+    pub fn id(&self) -> Option<u32> {
+        self.status.is_none().then_some(self.pid)
+    }
+
+    /// Waits for it to exit and reaps it; its status from then on. Cancel-safe.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.status {
+                return Ok(status);
+            }
+            let mut ready = self.pidfd.readable().await?;
+            let mut status = 0;
+            // SAFETY: waitpid on this process's own unreaped child, into a local.
+            let r = unsafe { libc::waitpid(self.pid as i32, &mut status, libc::WNOHANG) };
+            if r == self.pid as i32 {
+                self.status = Some(ExitStatus::from_raw(status));
+            } else if r == 0 {
+                ready.clear_ready();
+            } else {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// SIGKILL through its pidfd, unless it was already reaped.
+    pub fn start_kill(&mut self) -> io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        Ok(rustix::process::pidfd_send_signal(
+            self.pidfd.get_ref(),
+            rustix::process::Signal::KILL,
+        )?)
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.kill_on_drop {
+            let _ = self.start_kill();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
