@@ -178,53 +178,10 @@ impl Spawn {
         }
         let plan: Vec<(RawFd, RawFd)> = moves.iter().map(|(f, at)| (f.as_raw_fd(), *at)).collect();
 
-        let mut pidfd: RawFd = -1;
-        let clone3 = use_clone3 && CLONE3.load(Ordering::Relaxed);
-        let mut pid = if clone3 {
-            let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
-            args.flags = libc::CLONE_PIDFD as u64;
-            args.pidfd = std::ptr::addr_of_mut!(pidfd) as u64;
-            args.exit_signal = libc::SIGCHLD as u64;
-            if let Some(cgroup) = cgroup {
-                args.flags |= CLONE_INTO_CGROUP;
-                args.cgroup = cgroup.as_raw_fd() as u64;
-            }
-            // SAFETY: clone3 without CLONE_VM (a copy of this process, like fork); the
-            // child runs only `child`, which is async-signal-safe and never returns.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_clone3,
-                    std::ptr::addr_of_mut!(args),
-                    std::mem::size_of::<libc::clone_args>(),
-                )
-            }
-        } else {
-            -1
-        };
-        // Docker's default seccomp profile answers clone3 with ENOSYS: clone, with the
-        // child moving itself into the cgroup (the slow move this module avoids).
-        let mut move_in = None;
-        if !clone3 || (pid < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS)) {
-            if clone3 {
-                CLONE3.store(false, Ordering::Relaxed);
-            }
-            move_in = cgroup.map(|c| c.as_raw_fd());
-            // SAFETY: as above; x86_64's clone takes (flags, stack, parent_tid, child_tid,
-            // tls), and CLONE_PIDFD stores the pidfd at parent_tid.
-            pid = unsafe {
-                libc::syscall(
-                    libc::SYS_clone,
-                    (libc::CLONE_PIDFD | libc::SIGCHLD) as libc::c_ulong,
-                    0usize,
-                    std::ptr::addr_of_mut!(pidfd),
-                    0usize,
-                    0usize,
-                )
-            };
-        }
-        if pid == 0 {
-            // SAFETY: in the child, on data prepared before the clone.
-            unsafe {
+        // SAFETY: the child side runs only `child`, on data prepared above.
+        let Cloned { pid, pidfd } = match unsafe { clone(cgroup, use_clone3) }? {
+            // SAFETY: in the child of the clone.
+            Side::Child { move_in } => unsafe {
                 child(
                     &prepared,
                     &plan,
@@ -232,23 +189,34 @@ impl Spawn {
                     move_in,
                     report_write.as_raw_fd(),
                 )
-            }
-        }
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let pid = pid as i32;
-        // SAFETY: the kernel wrote a new descriptor that nothing else owns.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+            },
+            Side::Parent(cloned) => cloned,
+        };
         drop((moves, out_write, err_write, report_write));
         // SAFETY: the Child owns the pidfd for as long as it is registered.
-        let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) }?;
+        let pidfd = match unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) } {
+            Ok(fd) => fd,
+            Err(e) => {
+                let (fd, e) = e.into_parts();
+                abandon(&fd, pid);
+                return Err(e);
+            }
+        };
+        let pipes = Pipe::from_owned_fd(out_read)
+            .and_then(|out| Ok((out, err_read.map(Pipe::from_owned_fd).transpose()?)));
+        let (stdout, stderr) = match pipes {
+            Ok(pipes) => pipes,
+            Err(e) => {
+                abandon(pidfd.get_ref(), pid);
+                return Err(e);
+            }
+        };
         let child = Child {
             pid: pid as u32,
             pidfd,
             status: None,
-            stdout: Some(Pipe::from_owned_fd(out_read)?),
-            stderr: err_read.map(Pipe::from_owned_fd).transpose()?,
+            stdout: Some(stdout),
+            stderr,
             kill_on_drop: self.kill_on_drop,
         };
         Ok(Starting {
@@ -282,6 +250,90 @@ impl Starting {
             return Err(io::Error::from_raw_os_error(errno));
         }
         Ok(child)
+    }
+}
+
+/// The parent's side of a clone: the child's pid and a pidfd of it.
+struct Cloned {
+    pid: i32,
+    pidfd: OwnedFd,
+}
+
+/// Which side of the clone this is.
+enum Side {
+    Parent(Cloned),
+    /// The child; `move_in`: the cgroup it must move itself into (no `clone3`).
+    Child {
+        move_in: Option<RawFd>,
+    },
+}
+
+/// A copy of this process (no `CLONE_VM`, like fork) with a pidfd, made in `cgroup`
+/// when given: by `clone3` unless `use_clone3` is false or it answered ENOSYS before
+/// (Docker's default seccomp profile does), else by `clone`, and the child moves
+/// itself in (the slow move this module avoids where it can).
+///
+/// # Safety
+/// As after `fork` in a multi-threaded process: on [`Side::Child`] only
+/// async-signal-safe calls, up to `execve` or `_exit`.
+unsafe fn clone(cgroup: Option<BorrowedFd<'_>>, use_clone3: bool) -> io::Result<Side> {
+    let mut pidfd: RawFd = -1;
+    let parent = |pid: libc::c_long, pidfd: RawFd| {
+        // SAFETY: the kernel wrote a new descriptor that nothing else owns.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        Side::Parent(Cloned {
+            pid: pid as i32,
+            pidfd,
+        })
+    };
+    if use_clone3 && CLONE3.load(Ordering::Relaxed) {
+        // SAFETY: a plain C struct, all zeros is its empty value.
+        let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
+        args.flags = libc::CLONE_PIDFD as u64;
+        args.pidfd = std::ptr::addr_of_mut!(pidfd) as u64;
+        args.exit_signal = libc::SIGCHLD as u64;
+        if let Some(cgroup) = cgroup {
+            args.flags |= CLONE_INTO_CGROUP;
+            args.cgroup = cgroup.as_raw_fd() as u64;
+        }
+        // SAFETY: the caller keeps to what a child may do.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone3,
+                std::ptr::addr_of_mut!(args),
+                std::mem::size_of::<libc::clone_args>(),
+            )
+        };
+        match pid {
+            0 => return Ok(Side::Child { move_in: None }),
+            p if p > 0 => return Ok(parent(p, pidfd)),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::ENOSYS) {
+                    return Err(e);
+                }
+                CLONE3.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+    // SAFETY: as above. x86_64's clone takes (flags, stack, parent_tid, child_tid,
+    // tls); CLONE_PIDFD stores the pidfd at parent_tid.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (libc::CLONE_PIDFD | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            std::ptr::addr_of_mut!(pidfd),
+            0usize,
+            0usize,
+        )
+    };
+    match pid {
+        0 => Ok(Side::Child {
+            move_in: cgroup.map(|c| c.as_raw_fd()),
+        }),
+        p if p > 0 => Ok(parent(p, pidfd)),
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
@@ -429,6 +481,13 @@ fn exec_report(report: OwnedFd) -> io::Result<Option<i32>> {
         }
     }
     Ok((got == 4).then(|| i32::from_ne_bytes(buf)))
+}
+
+/// Kills and reaps a child this process could not take charge of: nothing may run
+/// that it cannot wait for.
+fn abandon(pidfd: &OwnedFd, pid: i32) {
+    let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
+    let _ = wait_blocking(pid);
 }
 
 /// Reaps `pid`, waiting for it.
