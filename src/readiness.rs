@@ -7,10 +7,11 @@
 
 use std::time::Duration;
 
-use crate::spawn::Child;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::time::Instant;
+
+use crate::spawn::Child;
 
 /// The first stdout line of `mur run --json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-use crate::spawn::Pipe;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinHandle;
@@ -17,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::output;
 use crate::readiness::{OutcomeLine, ReadinessLine};
+use crate::spawn::Pipe;
 
 /// How the launcher speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,10 +1,9 @@
 //! One member process as the launcher sees it: how it is started (its command line,
 //! environment, inherited lifeline and channel), and how it is stopped.
 
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use std::os::fd::BorrowedFd;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
