@@ -5,7 +5,7 @@
 //! Why not the standard library's `Command`: it can only fork in the launcher's own
 //! cgroup, so the launcher had to move itself into the formation's first, and the
 //! first move of a process takes the cgroup threadgroup lock's writer side, which waits
-//! out an RCU grace period: 8–15 ms of an 8-member launch's ~22 ms on this project's
+//! out an RCU grace period: 8–15 ms of an 8-member launch's 34–38 ms on this project's
 //! machines (docs/benchmarks.md). A clone into a cgroup takes only the reader side.
 //!
 //! Between `clone3` and `execve` the child is a copy of a multi-threaded process in
@@ -399,7 +399,7 @@ impl Prepared {
 /// The child's side, between clone and exec: no allocation, only system calls.
 ///
 /// # Safety
-/// Only in the child of `clone3`, with `plan` and `prepared` made before it.
+/// Only in the child side of [`clone`], with `plan` and `prepared` made before it.
 unsafe fn child(
     prepared: &Prepared,
     plan: &[(RawFd, RawFd)],
