@@ -10,6 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -603,6 +604,10 @@ impl TraceWriter {
             ));
         }
         line.push(b'\n');
+        if STOPPED.load(Ordering::SeqCst) {
+            // The process is exiting at once: its trace ends as a kill leaves it.
+            return Ok(record);
+        }
         inner
             .file
             .write_all(&line)
@@ -714,6 +719,17 @@ fn write_error(path: &Path, e: &std::io::Error) -> Diagnostic {
         format!("cannot write the trace {}: {e}", path.display()),
     )
     .in_file(path)
+}
+
+/// Set by [`stop_writing`]: every trace of this process takes no more records.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// A session that exits at once (exit 143, `session::ends::exit_now`) calls this before
+/// it kills what it started: the teardown still running on its other thread would
+/// otherwise write the task's end and `session_end` between that kill and the exit,
+/// and the trace would claim an end the process never had.
+pub(crate) fn stop_writing() {
+    STOPPED.store(true, Ordering::SeqCst);
 }
 
 /// A trace read back.

@@ -94,6 +94,8 @@ pub(crate) const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
 /// (two file removals), kills every descendant, and runs no destructor that could
 /// block.
 pub(crate) fn exit_now(running: &RunningDir, session_id: &str) -> ! {
+    // Before the sweep ends the harness and the teardown on the runtime goes on.
+    crate::trace::stop_writing();
     let _ = running.remove(session_id);
     // Nothing the session started outlives it (docs/design/descendants.md).
     crate::descendants::sweep_all();
