@@ -167,21 +167,35 @@ impl Sandbox {
             docker: Docker::connect_with_local_defaults().context("connecting to Docker")?,
             keeper: 0,
         };
-        let first = sandbox
-            .exec(vec!["/e2e/bin/scan".into()], &[])
-            .await?
-            .ok()?;
-        sandbox.keeper = first
-            .stdout
-            .lines()
-            .filter_map(|l| l.strip_prefix("proc "))
-            .find_map(|l| {
-                let f: Vec<&str> = l.splitn(6, ' ').collect();
-                (f.get(1) == Some(&"1") && f.get(5).map(|c| c.trim()) == Some("sleep 2147483647"))
+        // tini forks the keeper as the container starts: a first scan can come before it.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let scan = sandbox
+                .exec(vec!["/e2e/bin/scan".into()], &[])
+                .await?
+                .ok()?;
+            let keeper = scan
+                .stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("proc "))
+                .find_map(|l| {
+                    let f: Vec<&str> = l.splitn(6, ' ').collect();
+                    (f.get(1) == Some(&"1")
+                        && f.get(5).map(|c| c.trim()) == Some("sleep 2147483647"))
                     .then(|| f[0].parse().ok())
                     .flatten()
-            })
-            .with_context(|| format!("no `sleep 2147483647` under PID 1: {}", first.stdout))?;
+                });
+            match keeper {
+                Some(pid) => {
+                    sandbox.keeper = pid;
+                    break;
+                }
+                None if std::time::Instant::now() >= until => {
+                    anyhow::bail!("no `sleep 2147483647` under PID 1: {}", scan.stdout)
+                }
+                None => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
         Ok(sandbox)
     }
 
