@@ -163,7 +163,11 @@ fn main() {
         for _ in 0..runs() {
             let started = Instant::now();
             let children: Vec<_> = (0..members)
-                .map(|_| Command::new("true").spawn().unwrap())
+                .map(|_| {
+                    clean::as_installed(&mut Command::new("true"))
+                        .spawn()
+                        .unwrap()
+                })
                 .collect();
             for mut c in children {
                 c.wait().unwrap();

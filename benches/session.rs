@@ -171,7 +171,7 @@ fn start_mur(home: &Path, project: &Path) -> (Server, Duration) {
 fn start_peer(mut cmd: Command) -> (Server, Duration) {
     let token = mur::running::new_token();
     let started = Instant::now();
-    let mut child = cmd
+    let mut child = clean::as_installed(&mut cmd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -83,6 +83,18 @@ fn ok(id: Id, value: impl serde::Serialize) -> Result<Response, RpcError> {
     Ok(json_bytes(body))
 }
 
+/// As [`ok`], around a result already serialized: `open`, `json`, `close`.
+fn ok_json(id: &Id, open: &[u8], json: &[u8], close: &[u8]) -> Result<Response, RpcError> {
+    let mut body = Vec::with_capacity(json.len() + 64);
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut body, id).map_err(RpcError::internal)?;
+    body.extend_from_slice(br#","result":"#);
+    for part in [open, json, close, b"}"] {
+        body.extend_from_slice(part);
+    }
+    Ok(json_bytes(body))
+}
+
 fn check_message(m: &Message) -> Result<(), RpcError> {
     if m.message_id.is_empty() {
         return Err(RpcError::invalid_params(
@@ -150,12 +162,19 @@ async fn send_message(
             _ = s.shutdown.cancelled() => {}
         }
     }
+    if config.history_length.is_none() {
+        let task = s.store.get_json(&caller, &task_id)?;
+        return ok_json(&call.id, br#"{"task":"#, &task, b"}");
+    }
     let task = trim_history(s.store.get(&caller, &task_id)?, config.history_length);
     ok(call.id, SendMessageResponse::Task(task))
 }
 
 fn get_task(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Response, RpcError> {
     let req: GetTaskRequest = params(call.params)?;
+    if req.history_length.is_none() {
+        return ok_json(&call.id, b"", &s.store.get_json(caller, &req.id)?, b"");
+    }
     let task = s.store.get(caller, &req.id)?;
     ok(call.id, trim_history(task, req.history_length))
 }
@@ -251,4 +270,42 @@ fn task_stream(
         }
     });
     sse(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::TaskState;
+
+    async fn body(resp: Result<Response, RpcError>) -> axum::body::Bytes {
+        axum::body::to_bytes(resp.unwrap().into_body(), usize::MAX)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_result_around_kept_json_is_the_bytes_serde_writes() {
+        let store = super::super::TaskStore::new(1, 10);
+        let c = store
+            .create(
+                Credential::Operator,
+                Message::text(Role::User, "hi \"there\""),
+            )
+            .unwrap();
+        c.handle.complete("done").unwrap();
+        let id = c.handle.id().clone();
+        let task = store.get(&Credential::Operator, &id).unwrap();
+        assert_eq!(task.status.state, TaskState::Completed);
+        let json = store.get_json(&Credential::Operator, &id).unwrap();
+        for rpc_id in [Id::Int(7), Id::Str("a\"b".into()), Id::Null] {
+            assert_eq!(
+                body(ok_json(&rpc_id, b"", &json, b"")).await,
+                body(ok(rpc_id.clone(), &task)).await
+            );
+            assert_eq!(
+                body(ok_json(&rpc_id, br#"{"task":"#, &json, b"}")).await,
+                body(ok(rpc_id.clone(), SendMessageResponse::Task(task.clone()))).await
+            );
+        }
+    }
 }

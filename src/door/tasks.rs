@@ -65,6 +65,9 @@ struct Entry {
     reply: Option<oneshot::Sender<Message>>,
     /// The session's handles; weak, so dropping the last one is noticed.
     handle: Weak<HandleInner>,
+    /// An ended task's JSON, made at its first read: it never changes again, and a
+    /// caller polling it with GetTask is answered without serializing it each time.
+    json: Option<axum::body::Bytes>,
 }
 
 /// The task has already ended (terminal state); nothing more is recorded for it.
@@ -229,6 +232,7 @@ impl TaskStore {
                 cancel,
                 reply: None,
                 handle: Arc::downgrade(&inner),
+                json: None,
             },
         );
         Ok(Created {
@@ -249,6 +253,26 @@ impl TaskStore {
     pub(crate) fn get(&self, caller: &Credential, id: &TaskId) -> Result<Task, RpcError> {
         let state = self.lock();
         visible(&state, caller, id).map(|e| e.task.clone())
+    }
+
+    /// As [`TaskStore::get`], the task's JSON: an ended task's is made once and kept.
+    pub(crate) fn get_json(
+        &self,
+        caller: &Credential,
+        id: &TaskId,
+    ) -> Result<axum::body::Bytes, RpcError> {
+        let mut state = self.lock();
+        visible(&state, caller, id)?;
+        let entry = state.tasks.get_mut(id).expect("visible");
+        if let Some(json) = &entry.json {
+            return Ok(json.clone());
+        }
+        let json =
+            axum::body::Bytes::from(serde_json::to_vec(&entry.task).map_err(RpcError::internal)?);
+        if entry.task.status.state.is_terminal() {
+            entry.json = Some(json.clone());
+        }
+        Ok(json)
     }
 
     /// The current state and a subscription to a task's events, taken together.
@@ -669,6 +693,36 @@ mod tests {
             store.evict(&mut store.lock());
         }
         assert!(store.snapshot(live.handle.id()).is_some());
+    }
+
+    #[test]
+    fn a_tasks_json_follows_it_while_live_and_is_kept_once_it_ended() {
+        let store = TaskStore::new(1, 10);
+        let c = store
+            .create(Credential::Operator, Message::text(Role::User, "x"))
+            .unwrap();
+        let id = c.handle.id().clone();
+        let json = |store: &TaskStore| {
+            let bytes = store.get_json(&Credential::Operator, &id).unwrap();
+            serde_json::from_slice::<Task>(&bytes).unwrap()
+        };
+        assert_eq!(json(&store), store.snapshot(&id).unwrap());
+        assert!(
+            store.lock().tasks[&id].json.is_none(),
+            "a live task's is not kept"
+        );
+        c.handle.working().unwrap();
+        assert_eq!(json(&store).status.state, TaskState::Working);
+        c.handle.complete("done").unwrap();
+        assert_eq!(json(&store), store.snapshot(&id).unwrap());
+        assert!(
+            store.lock().tasks[&id].json.is_some(),
+            "an ended task's is kept"
+        );
+        assert_eq!(json(&store), store.snapshot(&id).unwrap());
+        // Only a caller who may see the task gets it.
+        let other = Credential::Member("other".into());
+        assert!(store.get_json(&other, &id).is_err());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The real `mur` with none of the caller's own `MURMUR_*` or `MUR_TEST_*` variables: a
 //! test or bench run inside a formation member must not become one, and a developer's
-//! test settings must not leak in. Shared with benches/ (`#[path]`), which measure the
-//! spec's real limits and so add no time scale.
+//! test settings must not leak in. Nor with cargo's `LD_LIBRARY_PATH` (`as_installed`).
+//! Shared with benches/ (`#[path]`), which measure the spec's real limits and so add no
+//! time scale.
 
 use std::process::Command;
 
@@ -9,6 +10,7 @@ pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
 
 pub fn clean_mur() -> Command {
     let mut cmd = Command::new(MUR);
+    as_installed(&mut cmd);
     for (name, _) in std::env::vars_os() {
         let text = name.to_string_lossy();
         if text.starts_with("MURMUR_") || text.starts_with("MUR_TEST_") {
@@ -16,4 +18,12 @@ pub fn clean_mur() -> Command {
         }
     }
     cmd
+}
+
+/// Without what cargo adds for its test and bench runs: `LD_LIBRARY_PATH` naming every
+/// build output folder, which the dynamic loader then searches for each library before
+/// the system's (some 180 failed opens per start of `mur`). A program started from here
+/// loads as it would for a user; benches start every peer so.
+pub fn as_installed(cmd: &mut Command) -> &mut Command {
+    cmd.env_remove("LD_LIBRARY_PATH")
 }
