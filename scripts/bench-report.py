@@ -43,7 +43,8 @@ def begin(results):
                      if l.startswith("model name")), "?"),
         "cores": os.cpu_count(),
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "commit": sh("git", "rev-parse", "--short", "HEAD"),
+        # "-dirty" when the run measured changes not yet committed.
+        "commit": sh("git", "describe", "--always", "--abbrev=7", "--dirty"),
     }
     with open(results, "w") as f:  # a run starts a new file
         f.write(json.dumps({"bench": "meta", "figure": "begin", "labels": meta,
