@@ -122,21 +122,29 @@ pub fn fetch(req: &Request) -> Result<Response, Fault> {
         .map_err(|()| "path")?;
     let body = out.body().map_err(|()| "request body")?;
     let future = outgoing_handler::handle(out, None).map_err(Fault::Http)?;
+    // The host may refuse the request while the body is being written; then the
+    // body's stream closes and the response future holds the reason, which wins.
+    let mut unsent = None;
     {
         let stream = body.write().map_err(|()| "request body stream")?;
         for chunk in req.body.unwrap_or_default().chunks(4096) {
-            stream
-                .blocking_write_and_flush(chunk)
-                .map_err(|e| format!("writing the body: {e:?}"))?;
+            if let Err(e) = stream.blocking_write_and_flush(chunk) {
+                unsent = Some(format!("writing the body: {e:?}"));
+                break;
+            }
         }
     }
-    OutgoingBody::finish(body, None).map_err(Fault::Http)?;
+    let finished = OutgoingBody::finish(body, None);
     future.subscribe().block();
     let response = future
         .get()
         .ok_or("no response")?
         .map_err(|()| "response taken twice")?
         .map_err(Fault::Http)?;
+    if let Some(why) = unsent {
+        return Err(why.into());
+    }
+    finished.map_err(Fault::Http)?;
     let status = response.status();
     let headers = response
         .headers()

@@ -47,6 +47,14 @@ fn an_allowed_host_is_reached_and_another_is_refused_before_a_connection_opens()
                 json!({"url": format!("http://{}/page", other.addr)}),
             ),
             call("name", "http-get", json!({"url": "http://example.com/"})),
+            // A body bigger than the host's write buffer (two chunks): the refusal
+            // closes it mid-write, and the guest still gets the refusal's code.
+            call(
+                "body",
+                "probe",
+                json!({"op": "request", "scheme": "http",
+                "authority": other.addr.to_string(), "path": "/", "body": "x".repeat(64 * 1024)}),
+            ),
             call(
                 "scheme",
                 "http-get",
@@ -56,7 +64,7 @@ fn an_allowed_host_is_reached_and_another_is_refused_before_a_connection_opens()
     );
     let r = results(&ran(&w, &w.run_task("net", "Fetch.")));
     assert_eq!(r["ok"], (false, "hello from the web".to_string()));
-    for denied in ["port", "name"] {
+    for denied in ["port", "name", "body"] {
         let (err, text) = &r[denied];
         assert!(
             *err && text.contains("HttpRequestDenied"),
