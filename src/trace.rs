@@ -635,7 +635,7 @@ impl TraceWriter {
     /// and only the rare other line is walked string by string.
     fn leaks(&self, event: &Event, line: &[u8]) -> Option<&'static str> {
         let secrets = lock(&self.secrets);
-        let candidate = memchr::memmem::find(line, TOKEN_PREFIX.as_bytes()).is_some()
+        let candidate = TOKEN_FINDER.find(line).is_some()
             || secrets.iter().any(|s| s.escaped.find(line).is_some());
         if !candidate {
             return None;
@@ -654,6 +654,11 @@ impl TraceWriter {
         found
     }
 }
+
+/// `TOKEN_PREFIX`'s searcher, built once: `memmem::find` builds one on every call,
+/// and every record is searched.
+static TOKEN_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(TOKEN_PREFIX.as_bytes()));
 
 /// A secret the trace refuses: as given, and as it reads inside a JSON string.
 #[derive(Debug)]
