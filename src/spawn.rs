@@ -8,10 +8,14 @@
 //! out an RCU grace period: 8–15 ms of an 8-member launch's 34–38 ms on this project's
 //! machines (docs/benchmarks.md). A clone into a cgroup takes only the reader side.
 //!
-//! Between `clone3` and `execve` the child is a copy of a multi-threaded process in
-//! which only this thread runs: it calls only async-signal-safe system calls on data
-//! the parent prepared, and allocates nothing. An `execve` that fails reports its
-//! `errno` on a close-on-exec pipe, as the standard library does.
+//! On x86_64 the `clone3` is vfork-like (`CLONE_VM | CLONE_VFORK`, [`vfork`]): the
+//! child shares the launcher's memory on a stack of its own until its `execve`, so the
+//! launcher's page tables are not copied for every member. Elsewhere, and on the
+//! fallback below, the child is a copy, as after `fork`, of a multi-threaded process
+//! in which only this thread runs. Either way, between the clone and `execve` it calls
+//! only async-signal-safe system calls on data the parent prepared, and allocates
+//! nothing. An `execve` that fails reports its `errno` on a close-on-exec pipe, as the
+//! standard library does.
 //!
 //! Where `clone3` is refused (Docker's default seccomp profile answers it with ENOSYS),
 //! the child is made by `clone` with `CLONE_PIDFD` and moves itself into the cgroup
@@ -34,6 +38,9 @@ const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 /// Whether `clone3` may be tried: false once it answered ENOSYS (a seccomp filter).
 static CLONE3: AtomicBool = AtomicBool::new(true);
+
+/// One more than the highest signal number (`_NSIG`).
+const NSIG: libc::c_int = 65;
 
 /// The read end of a child's stdout or stderr.
 pub type Pipe = tokio::net::unix::pipe::Receiver;
@@ -178,20 +185,15 @@ impl Spawn {
         }
         let plan: Vec<(RawFd, RawFd)> = moves.iter().map(|(f, at)| (f.as_raw_fd(), *at)).collect();
 
-        // SAFETY: the child side runs only `child`, on data prepared above.
-        let Cloned { pid, pidfd } = match unsafe { clone(cgroup, use_clone3) }? {
-            // SAFETY: in the child of the clone.
-            Side::Child { move_in } => unsafe {
-                child(
-                    &prepared,
-                    &plan,
-                    self.own_group,
-                    move_in,
-                    report_write.as_raw_fd(),
-                )
-            },
-            Side::Parent(cloned) => cloned,
+        let to_do = ChildPlan {
+            prepared: &prepared,
+            plan: &plan,
+            own_group: self.own_group,
+            move_in: None,
+            report: report_write.as_raw_fd(),
         };
+        // SAFETY: the child side runs only `child`, on data prepared above.
+        let Cloned { pid, pidfd } = unsafe { clone(cgroup, use_clone3, &to_do) }?;
         drop((moves, out_write, err_write, report_write));
         // SAFETY: the Child owns the pidfd for as long as it is registered.
         let pidfd = match unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) } {
@@ -259,32 +261,40 @@ struct Cloned {
     pidfd: OwnedFd,
 }
 
-/// Which side of the clone this is.
-enum Side {
-    Parent(Cloned),
-    /// The child; `move_in`: the cgroup it must move itself into (no `clone3`).
-    Child {
-        move_in: Option<RawFd>,
-    },
+/// What the child does between its clone and its `execve`, all prepared before.
+#[derive(Clone, Copy)]
+struct ChildPlan<'a> {
+    prepared: &'a Prepared,
+    /// Each descriptor to `dup2`, and the number it gets.
+    plan: &'a [(RawFd, RawFd)],
+    own_group: bool,
+    /// The cgroup the child moves itself into (when made without `clone3`).
+    move_in: Option<RawFd>,
+    /// Where a failed `execve` writes its `errno`.
+    report: RawFd,
 }
 
-/// A copy of this process (no `CLONE_VM`, like fork) with a pidfd, made in `cgroup`
+/// Starts a child that runs `to_do` and then its program, with a pidfd, in `cgroup`
 /// when given: by `clone3` unless `use_clone3` is false or it answered ENOSYS before
 /// (Docker's default seccomp profile does), else by `clone`, and the child moves
-/// itself in (the slow move this module avoids where it can).
+/// itself in (the slow move this module avoids where it can). On x86_64 `clone3`
+/// clones as `vfork` does ([`vfork`]); otherwise the child is a copy, as after `fork`.
 ///
 /// # Safety
-/// As after `fork` in a multi-threaded process: on [`Side::Child`] only
-/// async-signal-safe calls, up to `execve` or `_exit`.
-unsafe fn clone(cgroup: Option<BorrowedFd<'_>>, use_clone3: bool) -> io::Result<Side> {
+/// `to_do` must have been made before the call, from data that outlives it.
+unsafe fn clone(
+    cgroup: Option<BorrowedFd<'_>>,
+    use_clone3: bool,
+    to_do: &ChildPlan<'_>,
+) -> io::Result<Cloned> {
     let mut pidfd: RawFd = -1;
     let parent = |pid: libc::c_long, pidfd: RawFd| {
         // SAFETY: the kernel wrote a new descriptor that nothing else owns.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-        Side::Parent(Cloned {
+        Cloned {
             pid: pid as i32,
             pidfd,
-        })
+        }
     };
     if use_clone3 && CLONE3.load(Ordering::Relaxed) {
         // SAFETY: a plain C struct, all zeros is its empty value.
@@ -296,28 +306,46 @@ unsafe fn clone(cgroup: Option<BorrowedFd<'_>>, use_clone3: bool) -> io::Result<
             args.flags |= CLONE_INTO_CGROUP;
             args.cgroup = cgroup.as_raw_fd() as u64;
         }
-        // SAFETY: the caller keeps to what a child may do.
+        #[cfg(target_arch = "x86_64")]
+        let pid = {
+            let stack = vfork::Stack::new()?;
+            let _blocked = vfork::Blocked::all();
+            // SAFETY: `child_entry` runs `child`, which keeps to what a child may do
+            // and never returns; `to_do` outlives the call, which returns only once
+            // the child has exec'd or exited.
+            unsafe {
+                vfork::clone3(
+                    &mut args,
+                    &stack,
+                    child_entry,
+                    std::ptr::from_ref(to_do).cast(),
+                )
+            }
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: the child side runs only `child`, as after fork.
         let pid = unsafe {
-            libc::syscall(
+            match libc::syscall(
                 libc::SYS_clone3,
                 std::ptr::addr_of_mut!(args),
                 std::mem::size_of::<libc::clone_args>(),
-            )
+            ) {
+                0 => child(to_do),
+                p if p < 0 => -libc::c_long::from(*libc::__errno_location()),
+                p => p,
+            }
         };
         match pid {
-            0 => return Ok(Side::Child { move_in: None }),
             p if p > 0 => return Ok(parent(p, pidfd)),
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::ENOSYS) {
-                    return Err(e);
-                }
-                CLONE3.store(false, Ordering::Relaxed);
+            p if p != -libc::c_long::from(libc::ENOSYS) => {
+                return Err(io::Error::from_raw_os_error(-p as i32));
             }
+            _ => CLONE3.store(false, Ordering::Relaxed),
         }
     }
-    // SAFETY: as above. x86_64's clone takes (flags, stack, parent_tid, child_tid,
-    // tls); CLONE_PIDFD stores the pidfd at parent_tid.
+    // SAFETY: the child side runs only `child`, as after fork. x86_64's clone takes
+    // (flags, stack, parent_tid, child_tid, tls); CLONE_PIDFD stores the pidfd at
+    // parent_tid.
     let pid = unsafe {
         libc::syscall(
             libc::SYS_clone,
@@ -329,12 +357,24 @@ unsafe fn clone(cgroup: Option<BorrowedFd<'_>>, use_clone3: bool) -> io::Result<
         )
     };
     match pid {
-        0 => Ok(Side::Child {
-            move_in: cgroup.map(|c| c.as_raw_fd()),
-        }),
+        0 => {
+            let to_do = ChildPlan {
+                move_in: cgroup.map(|c| c.as_raw_fd()),
+                ..*to_do
+            };
+            // SAFETY: in the child of a fork-like clone.
+            unsafe { child(&to_do) }
+        }
         p if p > 0 => Ok(parent(p, pidfd)),
         _ => Err(io::Error::last_os_error()),
     }
+}
+
+/// The child's start after a [`vfork::clone3`]: `ctx` is the [`ChildPlan`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" fn child_entry(ctx: *const std::ffi::c_void) -> ! {
+    // SAFETY: `clone` passes its `to_do`, which outlives the clone.
+    unsafe { child(&*ctx.cast::<ChildPlan<'_>>()) }
 }
 
 /// The C strings the child needs and the null-ended pointer arrays `execve` takes,
@@ -396,17 +436,19 @@ impl Prepared {
     }
 }
 
-/// The child's side, between clone and exec: no allocation, only system calls.
+/// The child's side, between clone and exec: no allocation, only system calls, and
+/// no return.
 ///
 /// # Safety
-/// Only in the child side of [`clone`], with `plan` and `prepared` made before it.
-unsafe fn child(
-    prepared: &Prepared,
-    plan: &[(RawFd, RawFd)],
-    own_group: bool,
-    move_in: Option<RawFd>,
-    report: RawFd,
-) -> ! {
+/// Only in the child side of [`clone`], with `to_do` made before it.
+unsafe fn child(to_do: &ChildPlan<'_>) -> ! {
+    let ChildPlan {
+        prepared,
+        plan,
+        own_group,
+        move_in,
+        report,
+    } = *to_do;
     let fail = |report: RawFd| -> ! {
         // SAFETY: errno, write and _exit are async-signal-safe.
         unsafe {
@@ -416,10 +458,21 @@ unsafe fn child(
         }
     };
     // SAFETY: each call below is async-signal-safe and takes pointers into `prepared`,
-    // which the parent made and this copy of its memory still holds.
+    // which the parent made and this child shares or holds a copy of.
     unsafe {
-        // A standard start: no blocked signal, SIGPIPE at its default (Rust's runtime
-        // ignores it, and an ignored signal stays ignored across exec).
+        // A standard start: every handled signal back to its default first (a handler
+        // of the parent's must not run here, where the memory may be the parent's), no
+        // blocked signal, SIGPIPE at its default (Rust's runtime ignores it, and an
+        // ignored signal stays ignored across exec).
+        for signal in 1..NSIG {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
+                && action.sa_sigaction != libc::SIG_DFL
+                && action.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
@@ -569,3 +622,5 @@ impl Drop for Child {
 
 #[cfg(test)]
 mod tests;
+#[cfg(target_arch = "x86_64")]
+mod vfork;

@@ -45,6 +45,48 @@ async fn a_child_gets_its_args_env_folder_and_descriptors() {
     );
 }
 
+/// The `Sig…` line `field` of a /proc status text, as a mask.
+fn sig_mask(status: &str, field: &str) -> u64 {
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .unwrap_or_else(|| panic!("no {field} in {status}"));
+    u64::from_str_radix(line.trim(), 16).unwrap()
+}
+
+/// The vfork-like clone blocks every signal in the spawning thread while it clones, so
+/// no handler runs in the child on the parent's memory: the child still starts with
+/// none blocked and SIGPIPE not ignored, and the thread gets its own mask back.
+#[rstest::rstest]
+#[tokio::test(flavor = "current_thread")]
+async fn a_child_starts_with_no_signal_blocked_and_the_parent_keeps_its_mask(
+    #[values(true, false)] clone3: bool,
+) {
+    let thread_mask = || {
+        sig_mask(
+            &std::fs::read_to_string("/proc/thread-self/status").unwrap(),
+            "SigBlk:",
+        )
+    };
+    let before = thread_mask();
+    let mut child = Spawn::new("/bin/cat")
+        .arg("/proc/self/status")
+        .start_with(None, clone3)
+        .unwrap()
+        .started()
+        .unwrap();
+    assert_eq!(
+        thread_mask(),
+        before,
+        "the spawning thread's mask is restored"
+    );
+    let status = read_all(child.stdout.as_mut().unwrap()).await;
+    assert!(child.wait().await.unwrap().success());
+    assert_eq!(sig_mask(&status, "SigBlk:"), 0, "{status}");
+    let sigpipe = 1u64 << (libc::SIGPIPE - 1);
+    assert_eq!(sig_mask(&status, "SigIgn:") & sigpipe, 0, "{status}");
+}
+
 #[tokio::test]
 async fn a_program_that_cannot_run_is_an_error_not_a_child() {
     let err = Spawn::new("/nonexistent/program").spawn(None).unwrap_err();
