@@ -211,16 +211,16 @@ pub(crate) async fn wait<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Probes `door` every 100 ms until its card names `session`; false at `deadline`.
+/// Probes `door` at once, then every 100 ms, until its card names `session`; false at
+/// `deadline`.
 async fn probe(http: &reqwest::Client, door: &str, session: &str, deadline: Instant) -> bool {
     let url = format!("{}/.well-known/agent-card.json", door.trim_end_matches('/'));
-    let mut tick = tokio::time::interval(crate::timing::scaled(crate::timing::READINESS_PROBE));
+    // The first probe does not wait on a tick: an interval's first tick, though due at
+    // once, waits for the timer's next millisecond, up to 1 ms of every launch.
+    let every = crate::timing::scaled(crate::timing::READINESS_PROBE);
+    let mut tick = tokio::time::interval_at(Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = tokio::time::sleep_until(deadline) => return false,
-        }
+    while Instant::now() < deadline {
         let attempt = http.get(&url).timeout(Duration::from_secs(2)).send();
         let answered = match tokio::time::timeout_at(deadline, attempt).await {
             Err(_) => return false,
@@ -233,7 +233,12 @@ async fn probe(http: &reqwest::Client, door: &str, session: &str, deadline: Inst
         if answered {
             return true;
         }
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::time::sleep_until(deadline) => return false,
+        }
     }
+    false
 }
 
 fn describe(status: std::io::Result<std::process::ExitStatus>) -> String {
