@@ -193,7 +193,11 @@ impl Spawn {
             report: report_write.as_raw_fd(),
         };
         // SAFETY: the child side runs only `child`, on data prepared above.
-        let Cloned { pid, pidfd } = unsafe { clone(cgroup, use_clone3, &to_do) }?;
+        let Cloned {
+            pid,
+            pidfd,
+            exec_done,
+        } = unsafe { clone(cgroup, use_clone3, &to_do) }?;
         drop((moves, out_write, err_write, report_write));
         // SAFETY: the Child owns the pidfd for as long as it is registered.
         let pidfd = match unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) } {
@@ -224,6 +228,7 @@ impl Spawn {
         Ok(Starting {
             child,
             report: report_read,
+            exec_done,
         })
     }
 }
@@ -234,6 +239,9 @@ pub struct Starting {
     child: Child,
     /// Closes empty when the child's `execve` succeeds; holds its `errno` when not.
     report: OwnedFd,
+    /// The child is past its `execve`, or has exited (a vfork-like clone returns only
+    /// then): the report holds all it ever will.
+    exec_done: bool,
 }
 
 impl Starting {
@@ -244,8 +252,12 @@ impl Starting {
     /// Waits until the child runs its program: the child, or why it could not (it is
     /// reaped then).
     pub fn started(self) -> io::Result<Child> {
-        let Starting { mut child, report } = self;
-        if let Some(errno) = exec_report(report)? {
+        let Starting {
+            mut child,
+            report,
+            exec_done,
+        } = self;
+        if let Some(errno) = exec_report(report, exec_done)? {
             // The child exits at once; reap it so no zombie is left.
             let _ = wait_blocking(child.pid as i32);
             child.status = Some(ExitStatus::from_raw(127 << 8));
@@ -259,6 +271,8 @@ impl Starting {
 struct Cloned {
     pid: i32,
     pidfd: OwnedFd,
+    /// As [`Starting::exec_done`].
+    exec_done: bool,
 }
 
 /// What the child does between its clone and its `execve`, all prepared before.
@@ -288,12 +302,13 @@ unsafe fn clone(
     to_do: &ChildPlan<'_>,
 ) -> io::Result<Cloned> {
     let mut pidfd: RawFd = -1;
-    let parent = |pid: libc::c_long, pidfd: RawFd| {
+    let parent = |pid: libc::c_long, pidfd: RawFd, exec_done: bool| {
         // SAFETY: the kernel wrote a new descriptor that nothing else owns.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
         Cloned {
             pid: pid as i32,
             pidfd,
+            exec_done,
         }
     };
     if use_clone3 && CLONE3.load(Ordering::Relaxed) {
@@ -336,7 +351,7 @@ unsafe fn clone(
             }
         };
         match pid {
-            p if p > 0 => return Ok(parent(p, pidfd)),
+            p if p > 0 => return Ok(parent(p, pidfd, cfg!(target_arch = "x86_64"))),
             p if p != -libc::c_long::from(libc::ENOSYS) => {
                 return Err(io::Error::from_raw_os_error(-p as i32));
             }
@@ -365,7 +380,7 @@ unsafe fn clone(
             // SAFETY: in the child of a fork-like clone.
             unsafe { child(&to_do) }
         }
-        p if p > 0 => Ok(parent(p, pidfd)),
+        p if p > 0 => Ok(parent(p, pidfd, false)),
         _ => Err(io::Error::last_os_error()),
     }
 }
@@ -521,8 +536,13 @@ fn high(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
 }
 
 /// The child's `errno` if its exec failed: the report pipe closes empty on a
-/// successful exec.
-fn exec_report(report: OwnedFd) -> io::Result<Option<i32>> {
+/// successful exec. With `exec_done` its `errno` is already there or never comes: a
+/// vfork-like clone returns once the child's `execve` is past failing, which can be
+/// before the child closes its copy of the pipe, so nothing waits for that.
+fn exec_report(report: OwnedFd, exec_done: bool) -> io::Result<Option<i32>> {
+    if exec_done {
+        rustix::io::ioctl_fionbio(&report, true)?;
+    }
     let mut buf = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -530,6 +550,7 @@ fn exec_report(report: OwnedFd) -> io::Result<Option<i32>> {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) if exec_done => break,
             Err(e) => return Err(e.into()),
         }
     }
