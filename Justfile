@@ -31,6 +31,10 @@ examples:
 # the top of docs/benchmarks.md from the report.
 bench: bench-setup
     python3 scripts/bench-report.py begin target/bench/results.jsonl
+    cargo bench --no-run
+    # The build's writes reach the disk before anything is timed: their writeback
+    # stalls the records' file creation (ext4's journal) by tens of milliseconds.
+    sync
     MUR_BENCH_OUT="$PWD/target/bench/results.jsonl" cargo bench
     python3 scripts/bench-report.py render target/bench/results.jsonl benchmarks --table docs/benchmarks.md
 
