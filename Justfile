@@ -32,8 +32,8 @@ examples:
 bench: bench-setup
     python3 scripts/bench-report.py begin target/bench/results.jsonl
     cargo bench --no-run
-    # The build's writes reach the disk before anything is timed: their writeback
-    # stalls the records' file creation (ext4's journal) by tens of milliseconds.
+    # Nothing is timed until the build's writes are on disk: launches timed right
+    # after a build were 3-6 times slower (docs/benchmarks.md).
     sync
     MUR_BENCH_OUT="$PWD/target/bench/results.jsonl" cargo bench
     python3 scripts/bench-report.py render target/bench/results.jsonl benchmarks --table docs/benchmarks.md
