@@ -32,6 +32,8 @@ examples:
 bench: bench-setup
     python3 scripts/bench-report.py begin target/bench/results.jsonl
     cargo bench --no-run
+    # The start-up figures assume the code layout of link/symbol-order.txt.
+    python3 scripts/symbol-order.py --check target/release/mur
     # Nothing is timed until the build's writes are on disk: launches timed right
     # after a build were 3-6 times slower (docs/benchmarks.md).
     sync
@@ -45,6 +47,13 @@ bench-smoke:
     python3 scripts/bench-report.py begin target/bench/smoke.jsonl
     MUR_BENCH_SMOKE=1 MUR_BENCH_OUT="$PWD/target/bench/smoke.jsonl" cargo test --bench '*'
     python3 scripts/bench-report.py render target/bench/smoke.jsonl target/bench/smoke
+
+# The functions mur runs, start-up first, which build.rs has the linker lay out side by
+# side (docs/benchmarks.md). Needs valgrind. Run it after a toolchain or dependency
+# update and commit the file, whose names carry hashes: rewrite link/symbol-order.txt.
+symbol-order:
+    cargo build --release
+    python3 scripts/symbol-order.py target/release/mur
 
 # The session benchmark's peers: the Rust A2A SDK server (benches/rust_sdk_server, a
 # package of its own) and Python a2a-sdk 1.3.0 with uvicorn in .venv.

@@ -16,6 +16,8 @@ rustPlatform.buildRustPackage {
     fileset = lib.fileset.unions [
       ../Cargo.toml
       ../Cargo.lock
+      ../build.rs
+      ../link
       ../src
       ../tests
       ../docs
