@@ -24,6 +24,8 @@ use mur::delegation::{DelegationConfig, Delegations};
 use mur::shell::{self, ShellConfig};
 use tokio_util::sync::CancellationToken;
 
+#[path = "../tests/it/support/clean.rs"]
+mod clean;
 #[path = "support/measure.rs"]
 mod measure;
 
@@ -69,7 +71,7 @@ fn install_kid(root: &Path, proj: &Path) {
         "name: kid\nversion: 1.0.0\ndescription: x\nagent:\n  transport: builtin\n",
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+    let out = clean::clean_mur()
         .arg("install")
         .arg(&src)
         .current_dir(proj)
@@ -104,7 +106,7 @@ async fn delegations(root: &Path, proj: &Path, iters: usize) -> Vec<Duration> {
     std::fs::create_dir_all(&logs).unwrap();
     std::fs::create_dir_all(&tmp).unwrap();
     let config = Arc::new(DelegationConfig {
-        program: env!("CARGO_BIN_EXE_mur").into(),
+        program: clean::mur_bin().into(),
         project_dir: proj.to_path_buf(),
         allow: vec!["local/*".into()],
         formation_id: None,

@@ -23,6 +23,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "../tests/it/support/clean.rs"]
+mod clean;
 #[path = "support/measure.rs"]
 mod measure;
 
@@ -145,7 +147,7 @@ fn main() {
 }
 
 fn mur(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mur"));
+    let mut cmd = clean::clean_mur();
     cmd.env("HOME", home).current_dir(home).stdin(Stdio::null());
     cmd
 }

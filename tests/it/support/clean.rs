@@ -4,12 +4,25 @@
 //! Shared with benches/ (`#[path]`), which measure the spec's real limits and so add no
 //! time scale.
 
+use std::ffi::OsString;
 use std::process::Command;
 
 pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
 
+/// The `mur` to run: cargo's, or in a bench the one `MUR_BENCH_BIN` names. `just bench`
+/// names `cargo build --release`'s, the build `cargo install` gives: the one `cargo
+/// bench` builds has the dev-dependencies' features as well (the whole `regex-automata`),
+/// so its code and its symbols differ (docs/benchmarks.md). Tests always run cargo's.
+pub fn mur_bin() -> OsString {
+    #[cfg(not(test))]
+    if let Some(bin) = std::env::var_os("MUR_BENCH_BIN") {
+        return bin;
+    }
+    MUR.into()
+}
+
 pub fn clean_mur() -> Command {
-    let mut cmd = Command::new(MUR);
+    let mut cmd = Command::new(mur_bin());
     as_installed(&mut cmd);
     for (name, _) in std::env::vars_os() {
         let text = name.to_string_lossy();
