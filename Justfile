@@ -32,7 +32,7 @@ examples:
 bench: bench-setup
     python3 scripts/bench-report.py begin target/bench/results.jsonl
     # The benches run the mur that `cargo install` gives (MUR_BENCH_BIN), laid out by
-    # link/symbol-order.txt; cargo bench's own build of mur has the dev-dependencies'
+    # link/symbol-order/; cargo bench's own build of mur has the dev-dependencies'
     # features as well.
     cargo build --release
     cp target/release/mur target/bench/mur
@@ -54,10 +54,12 @@ bench-smoke:
 
 # The functions mur runs, start-up first, which build.rs has the linker lay out side by
 # side (docs/benchmarks.md). Needs valgrind. Run it after a toolchain or dependency
-# update and commit the file, whose names carry hashes: rewrite link/symbol-order.txt.
+# update and commit the lists, whose names carry hashes: rewrite link/symbol-order/.
 symbol-order:
     cargo build --release
     python3 scripts/symbol-order.py target/release/mur
+    cargo build --release --target x86_64-unknown-linux-musl
+    python3 scripts/symbol-order.py --target x86_64-unknown-linux-musl target/x86_64-unknown-linux-musl/release/mur
 
 # The session benchmark's peers: the Rust A2A SDK server (benches/rust_sdk_server, a
 # package of its own) and Python a2a-sdk 1.3.0 with uvicorn in .venv.

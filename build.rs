@@ -1,53 +1,80 @@
 //! Lays out the release binary's code for a fast, small start: the functions in
-//! link/symbol-order.txt (written by `just symbol-order`) go first in `.text`, side by
-//! side, so a start maps a few hundred KiB of code instead of pages from all over the
-//! binary (docs/benchmarks.md, "Where a session's start-up goes").
+//! link/symbol-order/<target>.txt (written by `just symbol-order`) go first in `.text`,
+//! side by side, so a start maps a few hundred KiB of code instead of pages from all
+//! over the binary (docs/benchmarks.md, "The code layout").
 //!
-//! Only where the linker takes `--symbol-ordering-file` (lld, which rustc uses on
-//! x86_64 Linux; mold): a tiny program is linked with the flag first, so a linker
-//! without it (GNU ld) builds mur as before instead of failing.
+//! Only where a linker takes `--symbol-ordering-file`: a tiny program is linked with
+//! the flags first, and a build whose linker refuses them links as before instead of
+//! failing. rustc links x86_64 gnu with its own lld, which takes the flag. Other
+//! targets (musl) link through the system `cc` and GNU ld, which does not; for them
+//! rustc's lld is tried through `cc`, as rustc itself calls it for gnu.
 
 use std::env;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const ORDER: &str = "link/symbol-order.txt";
-
 fn main() {
-    println!("cargo:rerun-if-changed={ORDER}");
+    println!("cargo:rerun-if-changed=link/symbol-order");
     println!("cargo:rerun-if-changed=build.rs");
     // Debug builds are for tests: their symbols are not the release's anyway.
     if env::var("PROFILE").as_deref() != Ok("release") {
         return;
     }
-    let order = Path::new(&env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join(ORDER);
+    let target = cargo("TARGET");
+    let order = Path::new(&cargo("CARGO_MANIFEST_DIR"))
+        .join("link/symbol-order")
+        .join(format!("{target}.txt"));
     if !order.is_file() {
         return;
     }
-    let args = [
+    let ordering = vec![
         format!("-Wl,--symbol-ordering-file={}", order.display()),
         // Names the file lists that this build lacks (another version of a crate)
         // are skipped; the rest still count.
         "-Wl,--no-warn-symbol-ordering".to_string(),
     ];
-    if links_with(&args) {
-        for arg in args {
-            println!("cargo:rustc-link-arg-bin=mur={arg}");
+    let mut with_lld = vec!["-fuse-ld=lld".to_string()];
+    if let Some(gcc_ld) = rustc_gcc_ld() {
+        with_lld.push(format!("-B{}", gcc_ld.display()));
+    }
+    with_lld.extend(ordering.iter().cloned());
+    for args in [ordering, with_lld] {
+        if links_with(&target, &args) {
+            for arg in args {
+                println!("cargo:rustc-link-arg-bin=mur={arg}");
+            }
+            return;
         }
     }
 }
 
+fn cargo(var: &str) -> String {
+    env::var(var).unwrap_or_else(|_| panic!("cargo sets {var} for build scripts"))
+}
+
+/// The folder of rustc's `ld.lld` for a `cc` driver (`-B`), in the toolchain.
+fn rustc_gcc_ld() -> Option<PathBuf> {
+    let out = Command::new(cargo("RUSTC"))
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()?;
+    let sysroot = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    let dir = sysroot
+        .join("lib/rustlib")
+        .join(cargo("HOST"))
+        .join("bin/gcc-ld");
+    dir.join("ld.lld").is_file().then_some(dir)
+}
+
 /// Whether rustc, as cargo runs it for this target, links a program with `args`.
-fn links_with(args: &[String]) -> bool {
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it"));
-    let mut rustc = Command::new(env::var_os("RUSTC").expect("cargo sets it"));
+fn links_with(target: &str, args: &[String]) -> bool {
+    let mut rustc = Command::new(cargo("RUSTC"));
     rustc
         .args(["--crate-name", "order_probe", "--crate-type", "bin"])
-        .arg("--target")
-        .arg(env::var("TARGET").expect("cargo sets it"))
+        .args(["--target", target])
         .arg("-o")
-        .arg(out.join("order_probe"))
+        .arg(PathBuf::from(cargo("OUT_DIR")).join("order_probe"))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes link/symbol-order.txt: the functions mur runs, start-up first.
+"""Writes link/symbol-order/<target>.txt: the functions mur runs, start-up first.
 
-`just symbol-order` runs this on the release binary. It runs mur under valgrind's
+`just symbol-order` runs this on the release binary of each target with a list. It runs mur under valgrind's
 callgrind, which names every function a process executes, in three scenarios:
 
 1. a session's start-up: `mur run --json --capsule`, its Agent Card, SIGTERM;
@@ -15,11 +15,12 @@ start-up's code comes first. build.rs hands the file to the linker
 of `.text`: a start then maps a few hundred KiB of code instead of pages spread over
 the whole binary (docs/benchmarks.md, "Where a session's start-up goes").
 
-`--check BINARY` instead says how many of the file's names the binary defines, and
-fails below 90%: the names carry hashes that change with the toolchain, the
-dependencies and the profile, and a stale file lays out nothing (`just bench` checks).
+`--check` instead says how many of the list's names the binary defines, and fails
+below 90%: the names carry hashes that change with the toolchain, the target, the
+dependencies and the profile, and a stale list lays out nothing (`just bench` checks).
 """
 
+import argparse
 import json
 import os
 import re
@@ -32,7 +33,6 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "link", "symbol-order.txt")
 DEADLINE = 120  # seconds: valgrind runs mur some 50 times slower
 
 
@@ -152,21 +152,27 @@ def formation(mur, home, outdir):
     return sorted(os.path.join(outdir, n) for n in os.listdir(outdir) if n.startswith("formation."))
 
 
-def check(mur):
-    with open(OUT) as f:
+def check(mur, out):
+    with open(out) as f:
         listed = [line.strip() for line in f if line.strip()]
     own = defined_functions(mur)
     found = sum(name in own for name in listed)
     share = found / len(listed) if listed else 0.0
-    print(f"symbol-order: {found} of the {len(listed)} functions in {os.path.relpath(OUT, ROOT)} are in {mur} ({share:.0%})")
+    print(f"symbol-order: {found} of the {len(listed)} functions in {os.path.relpath(out, ROOT)} are in {mur} ({share:.0%})")
     if share < 0.9:
-        sys.exit("symbol-order: the file is stale for this build: run `just symbol-order` and commit it")
+        sys.exit("symbol-order: the list is stale for this build: run `just symbol-order` and commit it")
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--check":
-        return check(os.path.abspath(sys.argv[2]))
-    mur = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "release", "mur"))
+    parser = argparse.ArgumentParser(description="The functions mur runs, start-up first.")
+    parser.add_argument("--check", action="store_true", help="only check the list against BINARY")
+    parser.add_argument("--target", default="x86_64-unknown-linux-gnu", help="the target BINARY was built for")
+    parser.add_argument("binary")
+    args = parser.parse_args()
+    mur = os.path.abspath(args.binary)
+    out = os.path.join(ROOT, "link", "symbol-order", f"{args.target}.txt")
+    if args.check:
+        return check(mur, out)
     if not shutil.which("valgrind"):
         sys.exit("symbol-order: needs valgrind (apt-get install valgrind)")
     own = defined_functions(mur)
@@ -186,10 +192,10 @@ def main():
                     order.append(name)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         f.writelines(name + "\n" for name in order)
-    print(f"symbol-order: {len(order)} functions from {len(runs)} processes -> {os.path.relpath(OUT, ROOT)}")
+    print(f"symbol-order: {len(order)} functions from {len(runs)} processes -> {os.path.relpath(out, ROOT)}")
 
 
 if __name__ == "__main__":
