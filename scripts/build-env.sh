@@ -20,7 +20,12 @@ MUR_TARGET_REMAP=
 if [ -n "${CARGO_TARGET_DIR:-}" ]; then
     MUR_TARGET_REMAP=" --remap-path-prefix=$(realpath -m "$CARGO_TARGET_DIR")=/target"
 fi
-export RUSTFLAGS="--remap-path-prefix=$MUR_SRC_ROOT=/src$MUR_TARGET_REMAP --remap-path-prefix=$CARGO_HOME=/cargo --remap-path-prefix=$MUR_SYSROOT=/rustc${RUSTFLAGS:+ $RUSTFLAGS}"
+# Stripped here (-Cstrip=symbols), not by a `strip` in [profile.dist]: a profile
+# setting enters cargo's -C metadata and so every symbol's name, and the lists in
+# link/symbol-order/ (build.rs) would then name nothing; RUSTFLAGS do not. The symbol
+# table would also break the sameness: thin LTO names some symbols `….llvm.<hash>`,
+# and the hash follows the build folder.
+export RUSTFLAGS="--remap-path-prefix=$MUR_SRC_ROOT=/src$MUR_TARGET_REMAP --remap-path-prefix=$CARGO_HOME=/cargo --remap-path-prefix=$MUR_SYSROOT=/rustc -Cstrip=symbols${RUSTFLAGS:+ $RUSTFLAGS}"
 export CARGO_INCREMENTAL=0
 # rustc ignores it; build scripts and the archives made around the binary use it.
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
