@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes link/symbol-order/<target>.txt: the functions mur runs, start-up first.
 
-`just symbol-order` runs this on the release binary of each target with a list. It runs mur under valgrind's
-callgrind, which names every function a process executes, in three scenarios:
+`just symbol-order` runs this on the release binary of each target with a list. It
+runs mur under valgrind's callgrind, which names every function a process executes,
+in three scenarios:
 
 1. a session's start-up: `mur run --json --capsule`, its Agent Card, SIGTERM;
 2. a formation: `mur run --roster --task` on the scaffolded two-member roster
@@ -13,7 +14,7 @@ Each function is listed once, in the order of the first scenario that ran it, so
 start-up's code comes first. build.rs hands the file to the linker
 (`--symbol-ordering-file`), which places those functions side by side at the start
 of `.text`: a start then maps a few hundred KiB of code instead of pages spread over
-the whole binary (docs/benchmarks.md, "Where a session's start-up goes").
+the whole binary (docs/benchmarks.md, "The code layout").
 
 `--check` instead says how many of the list's names the binary defines, and fails
 below 90%: the names carry hashes that change with the toolchain, the target, the
@@ -57,7 +58,11 @@ def functions(path):
 def defined_functions(binary):
     """The names of the binary's own functions (its symbol table)."""
     out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True)
-    return {p[2] for p in (l.split() for l in out.stdout.splitlines()) if len(p) == 3 and p[1] in "tT"}
+    names = {p[2] for p in (l.split() for l in out.stdout.splitlines()) if len(p) == 3 and p[1] in "tT"}
+    if not names:
+        # A stale list and a stripped binary would otherwise both read as 0%.
+        sys.exit(f"symbol-order: {binary} has no symbol table (a stripped build?): nothing to list or check")
+    return names
 
 
 def wait_for(what, check):
