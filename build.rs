@@ -1,13 +1,17 @@
-//! Lays out the release binary's code for a fast, small start: the functions in
-//! link/symbol-order/<target>.txt (written by `just symbol-order`) go first in `.text`,
-//! side by side, so a start maps a few hundred KiB of code instead of pages from all
-//! over the binary (docs/benchmarks.md, "The code layout").
+//! Links the release binary for a fast, small start (docs/benchmarks.md):
 //!
-//! Only where a linker takes `--symbol-ordering-file`: a tiny program is linked with
-//! the flags first, and a build whose linker refuses them links as before instead of
-//! failing. rustc links x86_64 gnu with its own lld, which takes the flag. Other
-//! targets (musl) link through the system `cc` and GNU ld, which does not; for them
-//! rustc's lld is tried through `cc`, as rustc itself calls it for gnu.
+//! - Code layout: the functions in link/symbol-order/<target>.txt (written by `just
+//!   symbol-order`) go first in `.text`, side by side, so a start maps a few hundred
+//!   KiB of code instead of pages from all over the binary ("The code layout").
+//! - RELR relocations (`-z pack-relative-relocs`): the loader reads a few KiB at
+//!   start instead of 0.85 MiB ("Relocations").
+//!
+//! Each only where it works: a tiny program is linked with the flags first (and run,
+//! for RELR, which the target's libc must load), and a build where the probe fails
+//! links as before instead of failing. rustc links x86_64 gnu with its own lld, which
+//! takes `--symbol-ordering-file`. Other targets (musl) link through the system `cc`
+//! and GNU ld, which does not; for them rustc's lld is tried through `cc`, as rustc
+//! itself calls it for gnu.
 
 use std::env;
 use std::ffi::OsString;
@@ -22,11 +26,28 @@ fn main() {
         return;
     }
     let target = cargo("TARGET");
+    let mut chosen = ordering_args(&target);
+    // RELR: the binary's 56,000 relative relocations as a bitmap of a few KiB instead
+    // of 0.85 MiB of 24-byte entries, which the loader reads at every start
+    // (docs/benchmarks.md, "Relocations"). glibc loads it from 2.36 on, musl from
+    // 1.2.4; the probe is run, so a libc too old to load it is found here.
+    let mut relr = chosen.clone();
+    relr.push("-Wl,-z,pack-relative-relocs".to_string());
+    if probe(&target, &relr, Probe::Run) {
+        chosen = relr;
+    }
+    for arg in chosen {
+        println!("cargo:rustc-link-arg-bin=mur={arg}");
+    }
+}
+
+/// The linker arguments that lay out `.text` by this target's list, or none.
+fn ordering_args(target: &str) -> Vec<String> {
     let order = Path::new(&cargo("CARGO_MANIFEST_DIR"))
         .join("link/symbol-order")
         .join(format!("{target}.txt"));
     if !order.is_file() {
-        return;
+        return Vec::new();
     }
     let ordering = vec![
         format!("-Wl,--symbol-ordering-file={}", order.display()),
@@ -39,14 +60,10 @@ fn main() {
         with_lld.push(format!("-B{}", gcc_ld.display()));
     }
     with_lld.extend(ordering.iter().cloned());
-    for args in [ordering, with_lld] {
-        if links_with(&target, &args) {
-            for arg in args {
-                println!("cargo:rustc-link-arg-bin=mur={arg}");
-            }
-            return;
-        }
-    }
+    [ordering, with_lld]
+        .into_iter()
+        .find(|args| probe(target, args, Probe::Link))
+        .unwrap_or_default()
 }
 
 fn cargo(var: &str) -> String {
@@ -67,14 +84,29 @@ fn rustc_gcc_ld() -> Option<PathBuf> {
     dir.join("ld.lld").is_file().then_some(dir)
 }
 
-/// Whether rustc, as cargo runs it for this target, links a program with `args`.
-fn links_with(target: &str, args: &[String]) -> bool {
+#[derive(PartialEq)]
+enum Probe {
+    /// The program links.
+    Link,
+    /// The program links and runs: only for a target this machine runs (the host's
+    /// architecture); a cross build never takes what needs this.
+    Run,
+}
+
+/// Whether rustc, as cargo runs it for this target, links a program with `args`
+/// (and, for `Probe::Run`, whether the program then runs).
+fn probe(target: &str, args: &[String], probe: Probe) -> bool {
+    let host_arch = cargo("HOST").split('-').next().map(str::to_string);
+    if probe == Probe::Run && host_arch != env::var("CARGO_CFG_TARGET_ARCH").ok() {
+        return false;
+    }
+    let program = PathBuf::from(cargo("OUT_DIR")).join("link_probe");
     let mut rustc = Command::new(cargo("RUSTC"));
     rustc
-        .args(["--crate-name", "order_probe", "--crate-type", "bin"])
+        .args(["--crate-name", "link_probe", "--crate-type", "bin"])
         .args(["--target", target])
         .arg("-o")
-        .arg(PathBuf::from(cargo("OUT_DIR")).join("order_probe"))
+        .arg(&program)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -98,5 +130,11 @@ fn links_with(target: &str, args: &[String]) -> bool {
         use std::io::Write;
         let _ = stdin.write_all(b"fn main() {}\n");
     }
-    child.wait().is_ok_and(|status| status.success())
+    if !child.wait().is_ok_and(|status| status.success()) {
+        return false;
+    }
+    probe == Probe::Link
+        || Command::new(&program)
+            .status()
+            .is_ok_and(|status| status.success())
 }
