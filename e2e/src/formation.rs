@@ -231,6 +231,23 @@ pub fn field(event: &Event, key: &str) -> Option<u32> {
         .and_then(|v| v.parse().ok())
 }
 
+/// When a stand-in's process started, on the events' clock (seconds of uptime): the
+/// `start=` of its `started` event, stat's clock ticks since boot. A readiness wait
+/// counts from this moment, the member's own start (spec: "Readiness"), which the
+/// event itself may trail on a loaded host.
+pub fn process_start(started: &Event) -> Result<f64> {
+    // USER_HZ: /proc reports clock ticks of 1/100 s on every Linux architecture mur
+    // ships for (x86_64, aarch64), whatever the kernel's own tick.
+    const TICKS_PER_SECOND: f64 = 100.0;
+    let ticks: u64 = started
+        .text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("start="))
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no start= in the stand-in's event: {started:?}"))?;
+    Ok(ticks as f64 / TICKS_PER_SECOND)
+}
+
 /// A member process found by a scan: the one whose command line runs its capsule.
 pub async fn member_pid(sb: &Sandbox, capsule: &str) -> Result<Option<u32>> {
     let needle = format!("--capsule {capsule} ");
