@@ -94,10 +94,10 @@ enum Probe {
 }
 
 /// Whether rustc, as cargo runs it for this target, links a program with `args`
-/// (and, for `Probe::Run`, whether the program then runs).
-fn probe(target: &str, args: &[String], probe: Probe) -> bool {
+/// (and, for `kind` `Probe::Run`, whether the program then runs).
+fn probe(target: &str, args: &[String], kind: Probe) -> bool {
     let host_arch = cargo("HOST").split('-').next().map(str::to_string);
-    if probe == Probe::Run && host_arch != env::var("CARGO_CFG_TARGET_ARCH").ok() {
+    if kind == Probe::Run && host_arch != env::var("CARGO_CFG_TARGET_ARCH").ok() {
         return false;
     }
     let program = PathBuf::from(cargo("OUT_DIR")).join("link_probe");
@@ -133,7 +133,7 @@ fn probe(target: &str, args: &[String], probe: Probe) -> bool {
     if !child.wait().is_ok_and(|status| status.success()) {
         return false;
     }
-    probe == Probe::Link
+    kind == Probe::Link
         || Command::new(&program)
             .status()
             .is_ok_and(|status| status.success())

@@ -24,7 +24,7 @@ fi
 # setting enters cargo's -C metadata and so every symbol's name, and the lists in
 # link/symbol-order/ (build.rs) would then name nothing; RUSTFLAGS do not. The symbol
 # table would also break the sameness: thin LTO names some symbols `….llvm.<hash>`,
-# and the hash follows the build folder.
+# and for a module that holds a build path (cranelift's) the hash follows the folder.
 export RUSTFLAGS="--remap-path-prefix=$MUR_SRC_ROOT=/src$MUR_TARGET_REMAP --remap-path-prefix=$CARGO_HOME=/cargo --remap-path-prefix=$MUR_SYSROOT=/rustc -Cstrip=symbols${RUSTFLAGS:+ $RUSTFLAGS}"
 export CARGO_INCREMENTAL=0
 # rustc ignores it; build scripts and the archives made around the binary use it.
