@@ -97,7 +97,7 @@ async fn bare_http(iters: usize) -> Vec<Duration> {
         post(|body: String| async move { format!("{{\"len\":{}}}", body.len()) }),
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = mur::door::client().build().unwrap();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#;
     let mut out = Vec::with_capacity(iters);
     for i in 0..iters + 50 {

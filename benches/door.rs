@@ -117,7 +117,7 @@ async fn door_rps(method: &str, cache: bool, run: Duration) -> (f64, f64) {
     let (door, work) = Door::start(config).await.unwrap();
     tokio::spawn(echo(work));
     let token = key.issue("planner", "coder").expose().to_string();
-    let client = reqwest::Client::new();
+    let client = mur::door::client().build().unwrap();
     let url = door.url();
     let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
         "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}});
@@ -206,7 +206,7 @@ async fn baseline(run: Duration) -> (f64, f64) {
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let result = hammer(
-        &reqwest::Client::new(),
+        &mur::door::client().build().unwrap(),
         &url,
         "x",
         &json!({"jsonrpc": "2.0"}),

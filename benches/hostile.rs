@@ -84,7 +84,7 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let client = mur::door::client().build().unwrap();
         let quiet = p99(&client, &url, &token, calls).await;
         println!("rightful SendMessage, unloaded: p99 {quiet:?}");
         let mut idle = Vec::new();

@@ -55,6 +55,7 @@ pub use tasks::{TaskEnded, TaskHandle, TaskStore};
 /// `FROM scratch` image has no system CA certificates: reqwest's default verifier
 /// would refuse to build there.
 pub fn client() -> reqwest::ClientBuilder {
+    crate::agent::http::tls::provider();
     reqwest::Client::builder()
         .no_proxy()
         .tls_certs_only(std::iter::empty())

@@ -39,8 +39,7 @@ fn card_of(w: &World, name: &str) -> (Value, lf::AgentCard) {
         .build()
         .unwrap();
     let raw: Value = rt.block_on(async {
-        reqwest::Client::builder()
-            .no_proxy()
+        mur::door::client()
             .build()
             .unwrap()
             .get(format!("{door}/.well-known/agent-card.json"))

@@ -167,8 +167,7 @@ fn status_with(door: &str, token: &str) -> u16 {
         .build()
         .unwrap();
     rt.block_on(async {
-        reqwest::Client::builder()
-            .no_proxy()
+        mur::door::client()
             .build()
             .unwrap()
             .post(format!("{door}/"))

@@ -373,7 +373,9 @@ async fn shutdown_closes_the_door() {
     let url = f.url.clone();
     f.ok(op(), "ListTasks", json!({})).await;
     f.door.shutdown().await;
-    let err = reqwest::Client::new()
+    let err = mur::door::client()
+        .build()
+        .unwrap()
         .get(format!("{url}.well-known/agent-card.json"))
         .send()
         .await;

@@ -75,7 +75,11 @@ impl Fixture {
             "message": {"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]},
             "configuration": {"returnImmediately": true}
         }});
-        let mut req = reqwest::Client::new().post(&self.url).json(&body);
+        let mut req = mur::door::client()
+            .build()
+            .unwrap()
+            .post(&self.url)
+            .json(&body);
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }

@@ -107,7 +107,7 @@ impl Member {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
+    mur::door::client().build().unwrap()
 }
 
 fn message(text: &str) -> Value {

@@ -9,7 +9,7 @@
 
 pub mod driver;
 mod retry;
-mod tls;
+pub(crate) mod tls;
 mod wire;
 
 use std::sync::Arc;

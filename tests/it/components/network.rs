@@ -137,3 +137,29 @@ fn a_raw_socket_is_refused_even_to_an_allowed_host() {
     assert!(*err && text.starts_with("socket refused"), "{text}");
     assert_eq!(web.connections(), 0);
 }
+
+#[test]
+fn an_https_request_goes_out_through_the_one_tls_provider() {
+    // wasmtime-wasi-http makes its TLS config from rustls's process-wide provider.
+    // While mur linked two providers (aws-lc and ring), no default could be chosen
+    // and every https request panicked; now it gets to the handshake, and a server
+    // whose certificate no public root signed is refused there.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ca = crate::models::ca("a private CA");
+    let server = rt.block_on(crate::models::Server::start(
+        vec![crate::models::ok(json!({}))],
+        Some(crate::models::server_tls(&ca, &["127.0.0.1"])),
+    ));
+    let url = format!("{}/models", server.base);
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let w = World::new();
+    net_capsule(
+        &w,
+        "tls",
+        &[format!("127.0.0.1:{port}")],
+        &[call("tls", "http-get", json!({"url": url}))],
+    );
+    let r = results(&ran(&w, &w.run_task("tls", "Fetch.")));
+    let (err, text) = &r["tls"];
+    assert!(*err && text.contains("TlsProtocolError"), "{text}");
+}

@@ -221,12 +221,12 @@ async fn read_request(io: &mut Box<dyn Io>) -> Option<(Option<String>, Vec<u8>)>
 
 // ---- certificates ----------------------------------------------------------------
 
-struct Ca {
+pub(crate) struct Ca {
     issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
     pem: String,
 }
 
-fn ca(name: &str) -> Ca {
+pub(crate) fn ca(name: &str) -> Ca {
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -241,14 +241,14 @@ fn ca(name: &str) -> Ca {
 }
 
 /// A server config with a certificate for `names`, signed by `ca`.
-fn server_tls(ca: &Ca, names: &[&str]) -> Arc<rustls::ServerConfig> {
+pub(crate) fn server_tls(ca: &Ca, names: &[&str]) -> Arc<rustls::ServerConfig> {
     let key = rcgen::KeyPair::generate().unwrap();
     let params =
         rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
             .unwrap();
     let cert = params.signed_by(&key, &ca.issuer).unwrap();
     let der = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

@@ -329,7 +329,7 @@ async fn streamed_text_is_seen_through_subscribe_to_task_and_watch_session_as_it
     let token =
         std::fs::read_to_string(w.home().join(format!(".murmur/running/{id}.token"))).unwrap();
     let token = token.trim();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = mur::door::client().build().unwrap();
     let call = |method: &str, params: Value| {
         client
             .post(format!("{door}/"))

@@ -178,7 +178,9 @@ pub async fn operator_task(url: &str, text: &str) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {"returnImmediately": true}}});
-    let v: Value = reqwest::Client::new()
+    let v: Value = mur::door::client()
+        .build()
+        .unwrap()
         .post(url)
         .bearer_auth(OPERATOR)
         .json(&body)

@@ -84,7 +84,7 @@ pub async fn start(setup: Setup) -> Fixture {
     Fixture {
         url: door.url(),
         door,
-        client: reqwest::Client::new(),
+        client: mur::door::client().build().unwrap(),
         key,
         gate,
         stops,

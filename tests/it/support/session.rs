@@ -271,8 +271,7 @@ pub fn rpc(door: &str, token: &str, method: &str, params: Value) -> Value {
         .build()
         .unwrap();
     rt.block_on(async {
-        reqwest::Client::builder()
-            .no_proxy()
+        mur::door::client()
             .build()
             .unwrap()
             .post(format!("{door}/"))
