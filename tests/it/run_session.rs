@@ -628,3 +628,22 @@ fn a_component_of_no_world_is_refused_at_install_naming_the_file() {
     assert_eq!(explain.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&explain.stderr).contains("no code `W-RUN-009`"));
 }
+
+/// The test support's guard: a session whose handle a failing test drops before
+/// `wait` is ended and reaped, not left running.
+#[test]
+fn a_dropped_session_handle_leaves_no_session_running() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut cmd = w.run("demo");
+    cmd.arg("--json");
+    let s = Session::spawn(cmd);
+    s.ready();
+    let pid = s.pid();
+    drop(s);
+    // Reaped by the guard: the pid no longer names a process.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "session {pid} still runs"
+    );
+}

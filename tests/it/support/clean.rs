@@ -12,10 +12,13 @@ pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
 /// The `mur` to run: cargo's, or in a bench the one `MUR_BENCH_BIN` names. `just bench`
 /// names `cargo build --release`'s, the build `cargo install` gives: the one `cargo
 /// bench` builds has the dev-dependencies' features as well (the whole `regex-automata`),
-/// so its code and its symbols differ (docs/benchmarks.md). Tests always run cargo's.
+/// so its code and its symbols differ (docs/benchmarks.md). Tests run cargo's: they are
+/// told apart by the profile, since cargo builds benches with `cfg(test)` too (a gate
+/// on it had every bench run cargo's build until 2026-12-06).
 pub fn mur_bin() -> OsString {
-    #[cfg(not(test))]
-    if let Some(bin) = std::env::var_os("MUR_BENCH_BIN") {
+    if !cfg!(debug_assertions)
+        && let Some(bin) = std::env::var_os("MUR_BENCH_BIN")
+    {
         return bin;
     }
     MUR.into()

@@ -150,7 +150,17 @@ pub fn types(trace: &[Value]) -> Vec<String> {
 pub struct Session {
     pub child: Child,
     pub lines: mpsc::Receiver<String>,
-    stderr: std::thread::JoinHandle<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+/// A test that fails before `wait` leaves no session behind: its own child, by pid.
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl Session {
@@ -178,7 +188,7 @@ impl Session {
         Session {
             child,
             lines: rx,
-            stderr,
+            stderr: Some(stderr),
         }
     }
 
@@ -199,6 +209,14 @@ impl Session {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), sig).unwrap();
     }
 
+    /// What the session wrote to stderr, once it has closed it.
+    fn stderr(&mut self) -> String {
+        self.stderr
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default()
+    }
+
     /// Waits for the exit (at most `limit`) and returns its code (128+signal) and stderr.
     pub fn wait(mut self, limit: Duration) -> (i32, String) {
         use std::os::unix::process::ExitStatusExt;
@@ -209,14 +227,14 @@ impl Session {
                     .code()
                     .or_else(|| status.signal().map(|s| 128 + s))
                     .unwrap();
-                return (code, self.stderr.join().unwrap());
+                return (code, self.stderr());
             }
             if Instant::now() > until {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
                 panic!(
                     "the session did not exit within {limit:?}: {}",
-                    self.stderr.join().unwrap()
+                    self.stderr()
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
