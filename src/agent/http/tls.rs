@@ -21,9 +21,10 @@ pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 /// How long a connection (TCP and the TLS handshake) may take, within `agent.timeout`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The one crypto provider mur links: ring (docs/distribution.md, "TLS"). It is also
-/// installed as the process default, on first use, because reqwest's clients and
-/// wasmtime-wasi-http's outgoing requests build their TLS configs from that default.
+/// The one crypto provider mur links: ring (docs/distribution.md, "One TLS
+/// provider"). It is also installed as the process default, on first use, because
+/// reqwest's clients and wasmtime-wasi-http's outgoing requests build their TLS
+/// configs from that default.
 pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     // Err only when a default is installed already: ring, the only one linked.
     let _ = rustls::crypto::ring::default_provider().install_default();
