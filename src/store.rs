@@ -273,11 +273,13 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
         .then_with(|| a.cmp(b))
 }
 
-/// The sha256 of a file's bytes, read in chunks.
+/// The sha256 of a file's bytes, read in chunks. The buffer is on the stack: a session
+/// hashes its artifact at every start, and a fresh heap buffer is pages the idle session
+/// would keep resident.
 pub fn sha256_file(path: &Path) -> io::Result<crate::ids::Sha256> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = [0u8; 8 * 1024];
     loop {
         let n = file.read(&mut buf)?;
         if n == 0 {

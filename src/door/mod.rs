@@ -35,7 +35,7 @@ pub mod trust;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
@@ -306,26 +306,40 @@ impl WorkReceiver {
 }
 
 /// The session's events, streamed to the operator by murmur.WatchSession. Each
-/// event is any JSON value (the session sends its trace records).
-#[derive(Clone)]
+/// event is any JSON value (the session sends its trace records). The channel is made
+/// by the first watcher: its 1024 slots are 56 KiB a session that nobody watches would
+/// keep resident, and an event with no watcher goes nowhere either way.
+#[derive(Clone, Default)]
 pub struct SessionEvents {
-    pub(crate) tx: broadcast::Sender<serde_json::Value>,
+    tx: Arc<OnceLock<broadcast::Sender<serde_json::Value>>>,
 }
 
 impl SessionEvents {
-    /// Sends `event` to every current watcher; a watcher that falls more than 1024
-    /// events behind is told so and skips ahead.
+    /// How far a watcher may fall behind before it is told so and skips ahead.
+    const BUFFER: usize = 1024;
+
+    /// Sends `event` to every current watcher; a watcher that falls more than
+    /// [`Self::BUFFER`] events behind is told so and skips ahead.
     pub fn publish(&self, event: serde_json::Value) {
-        let _ = self.tx.send(event);
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(event);
+        }
     }
 
     /// Publishes one JSON text (a trace line); parsed only when someone watches.
     pub fn publish_json(&self, json: &[u8]) {
-        if self.tx.receiver_count() > 0
+        if self.tx.get().is_some_and(|tx| tx.receiver_count() > 0)
             && let Ok(event) = serde_json::from_slice(json)
         {
             self.publish(event);
         }
+    }
+
+    /// A new watcher: it receives every event published from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<serde_json::Value> {
+        self.tx
+            .get_or_init(|| broadcast::channel(Self::BUFFER).0)
+            .subscribe()
     }
 }
 
@@ -347,8 +361,7 @@ impl Door {
         if let Some(on_busy) = config.on_busy.clone() {
             store.set_on_busy(on_busy);
         }
-        let (events_tx, _) = broadcast::channel(1024);
-        let events = SessionEvents { tx: events_tx };
+        let events = SessionEvents::default();
         let (work_tx, work_rx) = mpsc::unbounded_channel();
         let shutdown = CancellationToken::new();
         let shared = server::Shared::new(
@@ -401,5 +414,27 @@ impl Door {
 impl Drop for Door {
     fn drop(&mut self) {
         self.shutdown.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionEvents;
+
+    /// No watcher, no channel: the 1024 slots are made by the first subscriber, and a
+    /// watcher gets what is published after it subscribed.
+    #[test]
+    fn the_event_channel_is_made_by_the_first_watcher() {
+        let events = SessionEvents::default();
+        events.publish(serde_json::json!({"n": 0}));
+        events.publish_json(br#"{"n": 1}"#);
+        assert!(events.tx.get().is_none(), "no channel before a watcher");
+        let mut watcher = events.clone().subscribe();
+        events.publish_json(br#"{"n": 2}"#);
+        assert_eq!(watcher.try_recv().unwrap(), serde_json::json!({"n": 2}));
+        assert!(
+            watcher.try_recv().is_err(),
+            "nothing from before it subscribed"
+        );
     }
 }

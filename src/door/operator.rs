@@ -36,7 +36,7 @@ pub(crate) async fn dispatch(s: &Arc<Shared>, call: Call) -> Result<Response, Rp
 }
 
 fn watch(s: &Arc<Shared>, call: Call) -> Response {
-    let mut events = s.events.tx.subscribe();
+    let mut events = s.events.subscribe();
     let (tx, rx) = mpsc::channel(64);
     let shutdown = s.shutdown.clone();
     let id = call.id;

@@ -196,12 +196,13 @@ fn installed_in(
 /// The artifact's unpacked copy, `~/.murmur/cache/<sha256>/`, made when missing. The
 /// artifact is hashed again after unpacking: bytes that changed meanwhile are refused
 /// with E-RUN-047 and the copy is removed, so the cache never holds a folder under
-/// another artifact's hash.
+/// another artifact's hash. A copy already there is not hashed again: it holds the
+/// bytes `found.sha256` names, the hash the lock and admission were checked against,
+/// and the artifact is not read again.
 fn unpacked(found: &Installed) -> Result<PathBuf> {
     let root = cache_root();
     let dest = root.join(&found.sha256);
     if dest.join(manifest::FILE_NAME).is_file() {
-        store::verify(found)?;
         return Ok(dest);
     }
     std::fs::DirBuilder::new()
