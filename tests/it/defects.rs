@@ -43,12 +43,12 @@ fn stop_reaches_a_formation_that_has_no_formation_json() {
     let stderr = String::from_utf8_lossy(&stop.stderr);
     assert_eq!(stop.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains(&format!("the launcher of {frm} (pid {})", launcher.0.id())),
+        stderr.contains(&format!("the launcher of {frm} (pid {})", launcher.id())),
         "{stderr}"
     );
     let mut status = None;
     wait_for("the launcher to exit", || {
-        status = launcher.0.try_wait().unwrap();
+        status = launcher.try_wait().unwrap();
         status.is_some()
     });
     assert_eq!(status.unwrap().code(), Some(0));

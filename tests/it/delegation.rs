@@ -2,7 +2,7 @@
 //! delegates to an installed child capsule (docs/delegation.md).
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use mur::delegation::ANSWERS_LEAD;
@@ -10,7 +10,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{World, files_under};
+use crate::support::{KillOnDrop, World, files_under};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const SPAWN: &str = "capabilities:\n  spawn:\n    allow: [acme/*, local/kid]\n";
@@ -150,7 +150,7 @@ fn wait_gone(pid: i32) -> Duration {
 
 /// A parent in formation `frm` (by hand: W-RUN-007 is its own) delegating to a kid
 /// whose harness works for ten minutes; returns the parent and the kid's record.
-fn busy_pair(w: &World, frm: &str) -> (Child, Value) {
+fn busy_pair(w: &World, frm: &str) -> (KillOnDrop, Value) {
     w.install("kid", "", Some("IFS= read -r task\nexec sleep 600\n"));
     let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Work."}"#;
     w.install("boss", SPAWN, Some(&parent(&w.root, args)));
@@ -162,6 +162,7 @@ fn busy_pair(w: &World, frm: &str) -> (Child, Value) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let parent = KillOnDrop::pid(parent);
     let kid = running(w, "local/kid");
     (parent, kid)
 }
@@ -271,6 +272,7 @@ fn a_formation_member_delegates_and_its_child_ends_with_the_formation() {
             .stderr(std::fs::File::create(w.root.join("launcher.err")).unwrap())
             .spawn()
             .unwrap();
+        let launcher = KillOnDrop::pid(launcher);
         let kid = std::panic::catch_unwind(|| running(&w, "local/kid")).unwrap_or_else(|_| {
             panic!(
                 "no child; launcher: {}; tool: {:?}",

@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mur::descendants::{self, Proc};
@@ -14,7 +14,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{self, World};
+use crate::support::{self, KillOnDrop, World};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -160,7 +160,7 @@ fn mur(home: &Path) -> Command {
 impl Team {
     /// The launcher, in a process group of its own, running `--task`; returns it
     /// with both grandchildren once they run.
-    fn launch(&self) -> (Child, Proc, Proc) {
+    fn launch(&self) -> (KillOnDrop, Proc, Proc) {
         let launcher = mur(&self.world.home)
             .args(["run", "--roster", "--task", "Work."])
             .current_dir(&self.project)
@@ -169,6 +169,7 @@ impl Team {
             .process_group(0)
             .spawn()
             .unwrap();
+        let launcher = KillOnDrop::group(launcher);
         let lead = await_grandchild(&self.world.root.join("lead.pid"));
         let helper = await_grandchild(&self.world.root.join("helper.pid"));
         (launcher, lead, helper)

@@ -140,13 +140,13 @@ fn json_without_a_task_prints_the_readiness_object_only() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut launcher = crate::support::KillOnDrop(launcher);
-    let mut stdout = BufReader::new(launcher.0.stdout.take().unwrap());
+    let mut launcher = crate::support::KillOnDrop::pid(launcher);
+    let mut stdout = BufReader::new(launcher.stdout.take().unwrap());
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
     let ready: Value = serde_json::from_str(&first).unwrap();
     let frm = ready["formation_id"].as_str().unwrap();
-    assert_eq!(ready["pid"], launcher.0.id());
+    assert_eq!(ready["pid"], launcher.id());
     // `mur ps` lists each member the readiness object named, in its formation.
     let ps = w.mur().args(["ps", "--json"]).output().unwrap();
     let live: Value = serde_json::from_slice(&ps.stdout).unwrap();
@@ -167,7 +167,7 @@ fn json_without_a_task_prints_the_readiness_object_only() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     assert_eq!(rest, "", "nothing after the readiness object");
-    assert_eq!(launcher.0.wait().unwrap().code(), Some(0));
+    assert_eq!(launcher.wait().unwrap().code(), Some(0));
 }
 
 #[test]
@@ -248,8 +248,8 @@ fn on_a_terminal(mut cmd: Command) -> (std::process::ExitStatus, String) {
         }
         String::from_utf8_lossy(&seen).into_owned()
     });
-    let mut child = crate::support::KillOnDrop(child);
-    let status = child.0.wait().unwrap();
+    let mut child = crate::support::KillOnDrop::pid(child);
+    let status = child.wait().unwrap();
     (status, reader.join().unwrap())
 }
 

@@ -178,7 +178,7 @@ fn send_gives_a_running_formation_or_session_a_task() {
             .status
             .success()
     );
-    assert_eq!(launcher.0.wait().unwrap().code(), Some(0));
+    assert_eq!(launcher.wait().unwrap().code(), Some(0));
 }
 
 #[test]
@@ -223,8 +223,8 @@ fn trace_show_follow_prints_a_live_trace_to_its_session_end() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut follower = crate::support::KillOnDrop(follower);
-    let mut out = BufReader::new(follower.0.stdout.take().unwrap());
+    let mut follower = crate::support::KillOnDrop::pid(follower);
+    let mut out = BufReader::new(follower.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).unwrap();
     assert!(first.contains("\"type\":\"session_start\""), "{first}");
@@ -245,10 +245,7 @@ fn trace_show_follow_prints_a_live_trace_to_its_session_end() {
     );
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-    assert!(
-        follower.0.wait().unwrap().success(),
-        "it ends at session_end"
-    );
+    assert!(follower.wait().unwrap().success(), "it ends at session_end");
     let (code, _) = session.wait(std::time::Duration::from_secs(30));
     assert_eq!(code, 0);
     let followed: Vec<Value> = std::iter::once(first.as_str())

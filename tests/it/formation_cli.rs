@@ -12,7 +12,7 @@ use crate::support::fake::{Fakes, gone, wait_gone};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-use crate::support::{self, World};
+use crate::support::{self, KillOnDrop, World};
 
 /// A scaffolded team installed in a world, its members stand-ins.
 struct Team {
@@ -63,14 +63,16 @@ impl Team {
     }
 
     /// Starts the launcher in a process group of its own, stderr to a file.
-    fn start(&self, args: &[&str]) -> Child {
+    fn start(&self, args: &[&str]) -> KillOnDrop {
         let stderr = std::fs::File::create(self.stderr_path()).unwrap();
-        self.launcher(args)
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .process_group(0)
-            .spawn()
-            .unwrap()
+        KillOnDrop::group(
+            self.launcher(args)
+                .stdout(Stdio::null())
+                .stderr(stderr)
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        )
     }
 
     fn stderr_path(&self) -> PathBuf {

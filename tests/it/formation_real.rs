@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::fake::wait_gone;
@@ -15,7 +15,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{self, World, files_under};
+use crate::support::{self, KillOnDrop, World, files_under};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -82,16 +82,18 @@ fn world(busy_lead: bool) -> Team {
 }
 
 impl Team {
-    fn launch(&self, args: &[&str]) -> Child {
-        mur(&self.home)
-            .args(["run", "--roster"])
-            .args(args)
-            .current_dir(&self.project)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap()
+    fn launch(&self, args: &[&str]) -> KillOnDrop {
+        KillOnDrop::group(
+            mur(&self.home)
+                .args(["run", "--roster"])
+                .args(args)
+                .current_dir(&self.project)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        )
     }
 
     /// The running records of the formation's members, once `n` are registered.

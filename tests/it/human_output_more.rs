@@ -66,7 +66,7 @@ fn send_to_a_running_formation() {
     let frm = ready["formation_id"].as_str().unwrap().to_string();
     let out = run(&w, &["send", &frm, "Plan a picnic."], 0);
     assert!(run(&w, &["stop", &frm], 0).status.success());
-    assert_eq!(launcher.0.wait().unwrap().code(), Some(0));
+    assert_eq!(launcher.wait().unwrap().code(), Some(0));
     filtered(&w, || insta::assert_snapshot!(both(&out)));
 }
 

@@ -86,12 +86,14 @@ fn everything_under_dot_murmur_is_owner_only() {
     ok(mur(&home, &project).args(["run", "--roster", "--task", "Say hello."]));
 
     // While a formation runs: its running records and tokens are there too.
-    let mut launcher = mur(&home, &project)
-        .args(["run", "--roster"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut launcher = crate::support::KillOnDrop::pid(
+        mur(&home, &project)
+            .args(["run", "--roster"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let running = home.join(".murmur/running");
     let until = Instant::now() + Duration::from_secs(30);
     while std::fs::read_dir(&running).map(|d| d.count()).unwrap_or(0) < 2 {

@@ -61,9 +61,9 @@ impl World {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let mut launcher = KillOnDrop(launcher);
+        let mut launcher = KillOnDrop::pid(launcher);
         let mut first = String::new();
-        std::io::BufReader::new(launcher.0.stdout.take().unwrap())
+        std::io::BufReader::new(launcher.stdout.take().unwrap())
             .read_line(&mut first)
             .unwrap();
         let ready = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
@@ -252,14 +252,52 @@ pub fn pack(world: &World, src: &Path, out: &Path) -> String {
         .to_string()
 }
 
-/// A child the test started, SIGKILLed (its pid only) if the test ends before it did.
-pub struct KillOnDrop(pub std::process::Child);
+/// A child the test started, SIGKILLed if the test ends before it did (a failed
+/// assertion): by its pid, or with [`KillOnDrop::group`] the process group it leads
+/// (a launcher started with `process_group(0)`, its members included). Only while the
+/// child is not yet reaped: until then its pid and group id are the test's own.
+pub struct KillOnDrop {
+    child: std::process::Child,
+    group: bool,
+}
+
+impl KillOnDrop {
+    pub fn pid(child: std::process::Child) -> KillOnDrop {
+        KillOnDrop {
+            child,
+            group: false,
+        }
+    }
+
+    /// For a child spawned with `process_group(0)`, which leads its own group.
+    pub fn group(child: std::process::Child) -> KillOnDrop {
+        KillOnDrop { child, group: true }
+    }
+}
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.child
+    }
+}
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
+        if let Ok(None) = self.child.try_wait() {
+            if self.group {
+                let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+            } else {
+                let _ = self.child.kill();
+            }
+            let _ = self.child.wait();
         }
     }
 }

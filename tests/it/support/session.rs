@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use mur::credential::FormationKey;
 use mur::lifeline::Lifeline;
 use serde_json::Value;
 
-use super::World;
+use super::{KillOnDrop, World};
 
 /// A harness that takes its task and sleeps (SIGTERM to its group ends it).
 pub const SLEEPER: &str =
@@ -147,20 +147,11 @@ pub fn types(trace: &[Value]) -> Vec<String> {
 }
 
 /// A running session: its process, stdout lines as they come, and stderr collected.
+/// A test that fails before `wait` leaves no session behind ([`KillOnDrop`]).
 pub struct Session {
-    pub child: Child,
+    pub child: KillOnDrop,
     pub lines: mpsc::Receiver<String>,
     stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-/// A test that fails before `wait` leaves no session behind: its own child, by pid.
-impl Drop for Session {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 }
 
 impl Session {
@@ -186,7 +177,7 @@ impl Session {
             s
         });
         Session {
-            child,
+            child: KillOnDrop::pid(child),
             lines: rx,
             stderr: Some(stderr),
         }
