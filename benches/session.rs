@@ -9,9 +9,9 @@
 //! First each server is started 15 times, in turn with the others and back to back:
 //! start-up (spawn to the Agent Card answering) and idle RSS. Then each round starts
 //! each server afresh for SendMessage, GetTask and ListTasks from 8 and from 64
-//! kept-alive connections, each for `MUR_BENCH_SECS` (default 2). Goals (issue 19): SendMessage
-//! ≥ 1.2× the Rust SDK's requests/s, GetTask ≥ 1.5× and ≥ 0.8× the floor, ListTasks
-//! ≥ 3×, start-up and idle RSS no worse than the Rust SDK's.
+//! kept-alive connections, each for `MUR_BENCH_SECS` (default 2). Goals (issue 19):
+//! SendMessage ≥ 1.2× the Rust SDK's requests/s, GetTask ≥ 1.5× and ≥ 0.8× the
+//! floor, ListTasks ≥ 3×, start-up and idle RSS no worse than the Rust SDK's.
 //!
 //! `just bench` (or `cargo bench --bench session` after `just bench-setup`, which builds
 //! the Rust SDK server and the a2a-sdk venv). `MUR_BENCH_ROUNDS` sets the rounds
