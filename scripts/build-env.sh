@@ -13,13 +13,12 @@ MUR_SYSROOT=$(rustc --print sysroot)
 # Absolute paths that would otherwise reach the binary (panic locations of
 # dependencies, debuginfo before strip). Later prefixes win where several match,
 # so the more specific CARGO_HOME and sysroot come after the source root.
-# A target folder outside the checkout (CARGO_TARGET_DIR) is remapped too: build
-# scripts' generated code (wasmtime's cranelift includes its OUT_DIR files) carries
-# that path into panic locations.
-MUR_TARGET_REMAP=
-if [ -n "${CARGO_TARGET_DIR:-}" ]; then
-    MUR_TARGET_REMAP=" --remap-path-prefix=$(realpath -m "$CARGO_TARGET_DIR")=/target"
-fi
+# The target folder is remapped to /target wherever it is (CARGO_TARGET_DIR, or
+# the checkout's target/): build scripts' generated code (wasmtime's cranelift
+# includes its OUT_DIR files) carries that path into panic locations, so without
+# this `just dist` (target/ inside the checkout, /src/target) and `just repro`
+# (a folder outside it) would ship different bytes for the same commit.
+MUR_TARGET_REMAP=" --remap-path-prefix=$(realpath -m "${CARGO_TARGET_DIR:-$MUR_SRC_ROOT/target}")=/target"
 # Stripped here (-Cstrip=symbols), not by a `strip` in [profile.dist]: a profile
 # setting enters cargo's -C metadata and so every symbol's name, and the lists in
 # link/symbol-order/ (build.rs) would then name nothing; RUSTFLAGS do not. The symbol

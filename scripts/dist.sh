@@ -23,6 +23,10 @@ cargo metadata --locked --format-version 1 >/dev/null || die "Cargo.lock is out 
 unset RUSTFLAGS
 . scripts/build-env.sh
 rm -rf target/distrib
+# The source tree built (tracked files, uncommitted changes included), so that
+# `just repro` can hold this binary to its own when both are of the same source.
+REV=$(git stash create 2>/dev/null || true)
+SOURCE_TREE=$(git rev-parse "${REV:-HEAD}^{tree}")
 START=$(date +%s)
 if [ "$#" = 0 ]; then set -- --target x86_64-unknown-linux-musl; fi
 dist build --artifacts=all "$@"
@@ -30,6 +34,7 @@ say "dist build took $(($(date +%s) - START))s"
 
 cd target/distrib
 sha256sum -c --quiet sha256.sum || die "sha256.sum does not match the files"
+echo "$SOURCE_TREE" >../distrib-source-tree
 for archive in mur-*.tar.xz; do
     sum=$(cut -d' ' -f1 "$archive.sha256")
     grep -q "_checksum_value=\"$sum\"" mur-installer.sh || die "mur-installer.sh lacks $archive's sha256"

@@ -137,14 +137,20 @@ fi
 [ "$BAD" = 0 ] || die "not reproducible"
 "$OUT/a/mur" --version >/dev/null || die "the built binary does not run"
 echo "reproducible: both builds are sha256 $SHA_A" | tee -a "$OUT/summary.txt"
-# For information: the binary in `just dist`'s archive, if there is one (it may
-# have been built from another revision).
+# The binary in `just dist`'s archive, if there is one: built by `dist build` in
+# the checkout's own target/, it must be the same bytes when it is of the same
+# source tree (scripts/dist.sh records which); of another tree, it is only reported.
 DIST_BIN=$ROOT/target/distrib/mur-$TARGET/mur
 if [ -f "$DIST_BIN" ]; then
     SHA_DIST=$(sha256sum "$DIST_BIN" | cut -d' ' -f1)
+    DIST_TREE=$(cat "$ROOT/target/distrib-source-tree" 2>/dev/null || true)
+    TREE=$(git -C "$ROOT" rev-parse "$REV^{tree}")
     if [ "$SHA_DIST" = "$SHA_A" ]; then
         echo "target/distrib's binary (dist build) is the same sha256" | tee -a "$OUT/summary.txt"
+    elif [ "$DIST_TREE" = "$TREE" ]; then
+        echo "target/distrib's binary differs ($SHA_DIST) though built from the same source tree $TREE" | tee -a "$OUT/summary.txt"
+        die "the shipped binary is not the one proven reproducible; compare with: diffoscope $DIST_BIN $OUT/a/mur"
     else
-        echo "target/distrib's binary differs ($SHA_DIST): built from another revision?" | tee -a "$OUT/summary.txt"
+        echo "target/distrib's binary differs ($SHA_DIST): built from another source tree" | tee -a "$OUT/summary.txt"
     fi
 fi

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::support::World;
 use crate::support::session::*;
+use crate::support::{KillOnDrop, World};
 use command_fds::{CommandFdExt, FdMapping};
 use nix::sys::signal::Signal;
 use rstest::rstest;
@@ -660,11 +660,11 @@ fn a_busy_member_records_each_refusal_and_takes_the_task_once_free() {
         .args(["run", "--roster", "--task", "Split it."])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let child = run.spawn().unwrap();
+    let mut child = KillOnDrop::pid(run.spawn().unwrap());
     // helper holds the first part; the second was refused as busy, at helper's door.
     wait_for_record(&w, "helper", |r| r["type"] == "a2a_task_refused");
     std::fs::write(&release, "").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("both answered"));

@@ -275,6 +275,33 @@ impl KillOnDrop {
     }
 }
 
+impl KillOnDrop {
+    /// `Child::wait_with_output` with the guard kept: a panic while the pipes are
+    /// read still ends the child. Stderr is read on a thread so neither pipe fills.
+    pub fn wait_with_output(&mut self) -> std::process::Output {
+        use std::io::Read;
+        drop(self.child.stdin.take());
+        let mut stderr = self.child.stderr.take();
+        let err = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(e) = stderr.as_mut() {
+                e.read_to_end(&mut buf).unwrap();
+            }
+            buf
+        });
+        let mut stdout = Vec::new();
+        if let Some(mut o) = self.child.stdout.take() {
+            o.read_to_end(&mut stdout).unwrap();
+        }
+        let status = self.child.wait().unwrap();
+        std::process::Output {
+            status,
+            stdout,
+            stderr: err.join().unwrap(),
+        }
+    }
+}
+
 impl std::ops::Deref for KillOnDrop {
     type Target = std::process::Child;
     fn deref(&self) -> &std::process::Child {
