@@ -46,7 +46,7 @@ pub(super) enum Report {
     Json,
 }
 
-/// How often a session reaps the orphans it killed.
+/// How often a session reaps the orphans it killed (scaled in tests).
 const STRAY_REAP: Duration = Duration::from_secs(5);
 
 struct AbortOnDrop(JoinHandle<()>);
@@ -93,7 +93,10 @@ impl Live {
             }
         }
         // Orphans the session killed (a stopped harness's) are its to reap.
-        let _strays = AbortOnDrop(crate::descendants::watch_strays(STRAY_REAP, None));
+        let _strays = AbortOnDrop(crate::descendants::watch_strays(
+            crate::timing::scaled(STRAY_REAP),
+            None,
+        ));
         let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
         let store = self.door.store().clone();
         let cause = loop {

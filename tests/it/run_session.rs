@@ -216,6 +216,40 @@ fn deadline_ends_the_session_with_e_run_053() {
     assert_eq!(end["error_code"], "E-RUN-053");
 }
 
+/// The names of `pid`'s threads, sorted.
+fn threads(pid: i32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// An idle session with nothing below it keeps its two threads (the runtime's and the
+/// records' flusher) through its stray-reap ticks: a tick that finds no child starts
+/// no blocking-pool thread (`watch_strays` in src/descendants.rs).
+#[test]
+fn an_idle_session_with_no_child_keeps_two_threads() {
+    let w = World::new();
+    w.install("demo", "", None);
+    let mut cmd = w.run("demo");
+    cmd.arg("--json");
+    let s = Session::spawn(cmd);
+    s.ready();
+    // A property of every tick, so watched across several: four of the session's
+    // 5 s ticks, scaled as the session scales them.
+    let scale: f64 = crate::support::TIME_SCALE.parse().unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(20).mul_f64(scale);
+    while std::time::Instant::now() < until {
+        let names = threads(s.pid());
+        assert!(names.len() <= 2, "{names:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(threads(s.pid()), ["mur", "mur-flush"]);
+}
+
 #[test]
 fn idle_timeout_flag_ends_an_idle_session() {
     let w = World::new();
