@@ -74,6 +74,37 @@ pub fn table() -> Vec<Proc> {
         .collect()
 }
 
+/// This process's children, live and zombies, each read from its stat: the pids in
+/// `/proc/self/task/<tid>/children` of every thread (a child hangs off the thread that
+/// spawned it, an adopted orphan off the one the kernel picked), a few small reads
+/// where the whole table is one per process on the machine. Where those files are
+/// missing (a kernel without `CONFIG_PROC_CHILDREN`), the table filtered by parent.
+/// A child that comes or goes during the read may be missed: callers look again.
+fn children() -> Vec<Proc> {
+    let me = std::process::id();
+    let listed = (|| -> std::io::Result<Vec<u32>> {
+        let mut pids = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task")? {
+            let text = std::fs::read_to_string(task?.path().join("children"))?;
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+        Ok(pids)
+    })();
+    let Ok(mut pids) = listed else {
+        return table().into_iter().filter(|p| p.ppid == me).collect();
+    };
+    pids.sort_unstable();
+    pids.dedup();
+    // The stat is read after the list: a pid reused meanwhile has another parent.
+    pids.into_iter()
+        .filter_map(stat)
+        .filter(|p| p.ppid == me)
+        .collect()
+}
+
 /// The descendants of `root` in `table`, parents before their children.
 pub fn below(root: u32, table: &[Proc]) -> Vec<Proc> {
     let mut children: HashMap<u32, Vec<Proc>> = HashMap::new();
@@ -258,11 +289,10 @@ fn strays() -> Vec<Proc> {
     if !has_children() {
         return Vec::new();
     }
-    let me = std::process::id();
     let set = own();
-    table()
+    children()
         .into_iter()
-        .filter(|p| p.ppid == me && !set.contains(&p.pid))
+        .filter(|p| !set.contains(&p.pid))
         .collect()
 }
 
@@ -319,10 +349,9 @@ fn dead_strays(set: &BTreeSet<u32>) -> Vec<Proc> {
     if !has_children() {
         return Vec::new();
     }
-    let me = std::process::id();
-    table()
+    children()
         .into_iter()
-        .filter(|p| p.ppid == me && p.is_zombie() && !set.contains(&p.pid))
+        .filter(|p| p.is_zombie() && !set.contains(&p.pid))
         .collect()
 }
 
@@ -374,6 +403,8 @@ mod tests {
             .spawn()
             .unwrap();
         assert!(has_children());
+        let listed = |pid: u32| children().into_iter().find(|p| p.pid == pid);
+        assert!(listed(child.id()).is_some_and(|p| !p.is_zombie()));
         child.kill().unwrap();
         let until = Instant::now() + Duration::from_secs(10);
         while !stat(child.id()).unwrap().is_zombie() {
@@ -384,8 +415,29 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(has_children());
+        assert!(listed(child.id()).is_some_and(|p| p.is_zombie()));
         // Still there for its owner to reap, with its status.
+        let pid = child.id();
         assert_eq!(child.wait().unwrap().signal(), Some(9));
+        assert_eq!(listed(pid), None);
+    }
+
+    /// A child outlives the thread that spawned it: the kernel hangs it off another
+    /// thread of this process, whose `children` file then lists it.
+    #[test]
+    fn a_child_of_a_thread_that_ended_is_still_listed() {
+        let mut child = std::thread::spawn(|| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+        let found = children();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.iter().any(|p| p.pid == child.id()), "{found:?}");
     }
 
     #[test]

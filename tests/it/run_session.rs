@@ -9,6 +9,16 @@ use crate::support::session::*;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
+/// The `demo` capsule installed and serving: `mur run demo --json`, and its readiness line.
+fn serving_demo(w: &World) -> (Session, Value) {
+    w.install("demo", "", None);
+    let mut cmd = w.run("demo");
+    cmd.arg("--json");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    (s, ready)
+}
+
 #[test]
 fn task_runs_end_to_end_on_the_builtin_model() {
     let w = World::new();
@@ -116,11 +126,7 @@ fn capsule_not_installed_is_e_run_001() {
 #[test]
 fn json_readiness_line_then_send_message_and_get_task_with_the_operator_token() {
     let w = World::new();
-    w.install("demo", "", None);
-    let mut cmd = w.run("demo");
-    cmd.arg("--json");
-    let s = Session::spawn(cmd);
-    let ready = s.ready();
+    let (s, ready) = serving_demo(&w);
     assert_eq!(ready["type"], "ready");
     let id = ready["session_id"].as_str().unwrap().to_string();
     assert!(id.starts_with("ses_"));
@@ -233,11 +239,7 @@ fn threads(pid: i32) -> Vec<String> {
 #[test]
 fn an_idle_session_with_no_child_keeps_two_threads() {
     let w = World::new();
-    w.install("demo", "", None);
-    let mut cmd = w.run("demo");
-    cmd.arg("--json");
-    let s = Session::spawn(cmd);
-    s.ready();
+    let (s, _) = serving_demo(&w);
     // A property of every tick, so watched across several: four of the session's
     // 5 s ticks, scaled as the session scales them.
     let scale: f64 = crate::support::TIME_SCALE.parse().unwrap();
@@ -311,11 +313,8 @@ fn resume_and_roster_conflict_with_status_2() {
 #[test]
 fn stop_ps_and_trace_show() {
     let w = World::new();
-    w.install("demo", "", None);
-    let mut cmd = w.run("demo");
-    cmd.arg("--json");
-    let s = Session::spawn(cmd);
-    let id = s.ready()["session_id"].as_str().unwrap().to_string();
+    let (s, ready) = serving_demo(&w);
+    let id = ready["session_id"].as_str().unwrap().to_string();
     let ps = w.mur().arg("ps").output().unwrap();
     assert!(String::from_utf8_lossy(&ps.stdout).contains(&id));
     let shown = w.mur().args(["trace", "show", &id]).output().unwrap();
@@ -478,11 +477,7 @@ fn stop_of_a_formation_signals_the_launcher_its_marker_names() {
 fn watch_session_streams_every_trace_record_until_the_door_closes() {
     use std::io::{Read, Write};
     let w = World::new();
-    w.install("demo", "", None);
-    let mut cmd = w.run("demo");
-    cmd.arg("--json");
-    let s = Session::spawn(cmd);
-    let ready = s.ready();
+    let (s, ready) = serving_demo(&w);
     let id = ready["session_id"].as_str().unwrap().to_string();
     let door = ready["door"].as_str().unwrap().to_string();
     let token = w.token(&id);
@@ -668,11 +663,7 @@ fn a_component_of_no_world_is_refused_at_install_naming_the_file() {
 #[test]
 fn a_dropped_session_handle_leaves_no_session_running() {
     let w = World::new();
-    w.install("demo", "", None);
-    let mut cmd = w.run("demo");
-    cmd.arg("--json");
-    let s = Session::spawn(cmd);
-    s.ready();
+    let (s, _) = serving_demo(&w);
     let pid = s.pid();
     drop(s);
     // Reaped by the guard: the pid no longer names a process.
