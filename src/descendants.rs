@@ -362,9 +362,9 @@ fn dead_strays(set: &BTreeSet<u32>) -> Vec<Proc> {
 /// it does not own.
 ///
 /// A tick with no child at all does nothing more than [`has_children`]'s one
-/// non-blocking `waitid`. Only a process table to read goes to the blocking pool,
-/// whose thread tokio keeps for 10 s after its last job, so an idle session reaping
-/// every 5 s would otherwise keep a third thread for good (0.1 MiB of RSS).
+/// non-blocking `waitid`. Only a tick with children to read goes to the blocking
+/// pool, whose thread tokio keeps for 10 s after its last job, so an idle session
+/// reaping every 5 s would otherwise keep a third thread for good (0.1 MiB of RSS).
 pub fn watch_strays(every: Duration, kill_live: Option<Duration>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
