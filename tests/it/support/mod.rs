@@ -273,9 +273,7 @@ impl KillOnDrop {
     pub fn group(child: std::process::Child) -> KillOnDrop {
         KillOnDrop { child, group: true }
     }
-}
 
-impl KillOnDrop {
     /// `Child::wait_with_output` with the guard kept: a panic while the pipes are
     /// read still ends the child. Stderr is read on a thread so neither pipe fills.
     pub fn wait_with_output(&mut self) -> std::process::Output {
