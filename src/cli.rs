@@ -32,66 +32,103 @@ pub struct Cli {
 pub enum Command {
     /// Print what an error or warning code means, and what to do about it.
     #[command(after_help = "Examples:\n  mur explain E-RUN-045\n  mur explain --list")]
-    Explain(explain::ExplainArgs),
+    Explain(Later<explain::ExplainArgs>),
     /// Scaffold a capsule folder, or with --roster a two-member formation.
     #[command(
         after_help = "Examples:\n  mur new hello && cd hello && mur run --task \"Say hello\"\n  mur new --roster team"
     )]
-    New(scaffold::NewArgs),
+    New(Later<scaffold::NewArgs>),
     /// Pack a capsule source folder into a deterministic <name>-<version>.mur.zip.
     #[command(after_help = "Example:\n  mur pack hello --out dist/")]
-    Pack(pack::PackArgs),
+    Pack(Later<pack::PackArgs>),
     /// Install .mur.zip files or capsule source folders into the project (or global) store.
     #[command(
         after_help = "Examples:\n  mur install lead helper\n  mur install --global dist/hello-0.1.0.mur.zip"
     )]
-    Install(store::install::InstallArgs),
+    Install(Later<store::install::InstallArgs>),
     /// List installed artifacts, project store first.
     #[command(after_help = "Example:\n  mur ls --json")]
-    Ls(store::ls::LsArgs),
+    Ls(Later<store::ls::LsArgs>),
     /// Reinstall each roster member whose source folder changed, and update murmur.lock.
     #[command(
         after_help = "Example (after editing lead/INSTRUCTIONS.md):\n  mur sync && mur run --roster --task \"Plan a picnic.\""
     )]
-    Sync(crate::sync::SyncArgs),
+    Sync(Later<crate::sync::SyncArgs>),
     /// Pin name, version and sha256 of what the project uses in murmur.lock.
     #[command(after_help = "Example:\n  mur lock")]
-    Lock(lock::LockArgs),
+    Lock(Later<lock::LockArgs>),
     /// Run a capsule as a session serving its door; with --roster, launch a formation.
     #[command(
         after_help = "Examples:\n  mur run --task \"Say hello\"\n  mur run --capsule local/hello --capsule-version 0.1.0 --json\n  mur run --roster --task \"Plan a picnic.\"\n  mur run --roster --json"
     )]
-    Run(session::RunArgs),
+    Run(Later<session::RunArgs>),
     /// Give a running session (ses_…) or a formation's entry member (frm_…) a task.
     #[command(
         after_help = "Example:\n  mur send frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 \"Plan a picnic.\""
     )]
-    Send(session::send::SendArgs),
+    Send(Later<session::send::SendArgs>),
     /// Send SIGTERM to a session (ses_…), or to a formation's launcher (frm_…).
     #[command(after_help = "Example:\n  mur stop frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071")]
-    Stop(session::ops::StopArgs),
+    Stop(Later<session::ops::StopArgs>),
     /// List live sessions; with -a every session recorded.
     #[command(after_help = "Examples:\n  mur ps\n  mur ps -a --json")]
-    Ps(session::ops::PsArgs),
+    Ps(Later<session::ops::PsArgs>),
     /// Read traces: `mur trace show <ses_id|frm_id>`.
     #[command(
         after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow"
     )]
-    Trace(session::ops::TraceArgs),
+    Trace(Later<session::ops::TraceArgs>),
     /// Admit a roster and report the result: members, edges, warnings, or the refusal.
     #[command(after_help = "Examples:\n  mur doctor\n  mur doctor --roster team/ --json")]
-    Doctor(doctor::DoctorArgs),
+    Doctor(Later<doctor::DoctorArgs>),
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  mur completions bash > ~/.local/share/bash-completion/completions/mur"
     )]
-    Completions(CompletionsArgs),
+    Completions(Later<CompletionsArgs>),
     /// Print mur's man page (roff).
     #[command(after_help = "Example:\n  mur man | man -l -")]
     Man,
     /// The watcher of a formation's cgroup, started by the launcher (docs/design/descendants.md).
     #[command(name = "formation-watch", hide = true)]
-    FormationWatch(crate::cgroup::WatchArgs),
+    FormationWatch(Later<crate::cgroup::WatchArgs>),
+}
+
+/// A command's arguments, which clap adds to the parser only when that command is the
+/// one typed (`Command::defer`): a `mur run` builds the flags of no other command.
+/// `--help`, completions and the man page build them all.
+#[derive(Debug)]
+pub struct Later<T>(pub T);
+
+impl<T: clap::Args> clap::Args for Later<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_args)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_args_for_update)
+    }
+}
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Later<T> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Later)
+    }
+
+    fn from_arg_matches_mut(matches: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(matches).map(Later)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+
+    fn update_from_arg_matches_mut(
+        &mut self,
+        matches: &mut clap::ArgMatches,
+    ) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(matches)
+    }
 }
 
 /// `mur completions <shell>`
@@ -129,21 +166,21 @@ impl Command {
 /// Runs the parsed command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Explain(args) => explain::run(&args),
-        Command::New(args) => scaffold::run(&args),
-        Command::Pack(args) => pack::run(&args),
-        Command::Install(args) => store::install::run(&args),
-        Command::Ls(args) => store::ls::run(&args),
-        Command::Lock(args) => lock::run(&args),
-        Command::Sync(args) => crate::sync::run(&args),
-        Command::Run(args) => session::run(&args),
-        Command::Send(args) => session::send::send(&args),
-        Command::Stop(args) => session::ops::stop(&args),
-        Command::Ps(args) => session::ops::ps(&args),
-        Command::Trace(args) => session::ops::trace(&args),
-        Command::Doctor(args) => doctor::run(&args),
-        Command::FormationWatch(args) => crate::cgroup::watch(&args),
-        Command::Completions(args) => {
+        Command::Explain(Later(args)) => explain::run(&args),
+        Command::New(Later(args)) => scaffold::run(&args),
+        Command::Pack(Later(args)) => pack::run(&args),
+        Command::Install(Later(args)) => store::install::run(&args),
+        Command::Ls(Later(args)) => store::ls::run(&args),
+        Command::Lock(Later(args)) => lock::run(&args),
+        Command::Sync(Later(args)) => crate::sync::run(&args),
+        Command::Run(Later(args)) => session::run(&args),
+        Command::Send(Later(args)) => session::send::send(&args),
+        Command::Stop(Later(args)) => session::ops::stop(&args),
+        Command::Ps(Later(args)) => session::ops::ps(&args),
+        Command::Trace(Later(args)) => session::ops::trace(&args),
+        Command::Doctor(Later(args)) => doctor::run(&args),
+        Command::FormationWatch(Later(args)) => crate::cgroup::watch(&args),
+        Command::Completions(Later(args)) => {
             let mut script = Vec::new();
             clap_complete::generate(args.shell, &mut Cli::command(), "mur", &mut script);
             crate::output::stdout_text(&String::from_utf8_lossy(&script));
@@ -216,5 +253,32 @@ mod tests {
             assert_eq!(parsed.command.name(), args[1]);
             assert!(names.contains(&parsed.command.name()));
         }
+    }
+
+    /// A command's flags are added when it is typed (`Later`): they parse, `--help`
+    /// shows them, and `-q`/`-v` still reach them.
+    #[test]
+    fn a_command_s_deferred_flags_parse_and_show() {
+        let cli = Cli::try_parse_from([
+            "mur",
+            "run",
+            "--capsule",
+            "local/echo",
+            "--capsule-version",
+            "1.0.0",
+            "-q",
+        ])
+        .unwrap();
+        let Command::Run(Later(run)) = cli.command else {
+            panic!("not run: {cli:?}");
+        };
+        assert_eq!(run.capsule.as_deref(), Some("local/echo"));
+        assert_eq!(run.capsule_version.as_deref(), Some("1.0.0"));
+        assert!(cli.quiet);
+        let help = Cli::try_parse_from(["mur", "run", "--help"]).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(help.to_string().contains("--capsule-version"), "{help}");
+        let unknown = Cli::try_parse_from(["mur", "ps", "--capsule"]).unwrap_err();
+        assert_eq!(unknown.kind(), clap::error::ErrorKind::UnknownArgument);
     }
 }

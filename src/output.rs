@@ -23,8 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::layer::Layer;
 
 /// The name of the diagnostics log in a records directory's `logs/`.
 pub const BOOTSTRAP_LOG: &str = "bootstrap.log";
@@ -195,7 +196,7 @@ pub fn install_log_sink(command: &'static str, verbose: u8) {
     let _ = COMMAND.set(command);
     VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
     let (filter, all_crates, bad) = log_filter(std::env::var(crate::env::RUST_LOG).ok(), verbose);
-    let subscriber = tracing_subscriber::registry().with(Sink { all_crates }.with_filter(filter));
+    let subscriber = filter.with_subscriber(Sink::new(all_crates));
     // A second call (a test harness that set its own) keeps the first.
     let _ = tracing::subscriber::set_global_default(subscriber);
     if let Some(bad) = bad {
@@ -226,23 +227,85 @@ fn log_filter(
     (EnvFilter::new(format!("mur={level}")), false, bad)
 }
 
-/// The tracing layer behind [`install_log_sink`].
+/// The subscriber behind [`install_log_sink`], under its filter. It prints events and
+/// keeps only a count of each open span's handles (mur opens no span; other crates'
+/// only when RUST_LOG lets them through), so that the filter forgets a span when it
+/// closes. tracing-subscriber's registry would keep each span's data, which no line
+/// prints, in a table it makes up front (32 KiB written in every process).
 struct Sink {
     /// RUST_LOG chose: other crates' events are printed too.
     all_crates: bool,
+    spans: Mutex<SpanCounts>,
 }
 
-impl<S: Subscriber> Layer<S> for Sink {
-    fn enabled(&self, meta: &Metadata<'_>, _: Context<'_, S>) -> bool {
+/// Each open span's id and its number of handles; ids are never reused.
+#[derive(Default)]
+struct SpanCounts {
+    /// The last id given.
+    last: u64,
+    open: std::collections::BTreeMap<u64, usize>,
+}
+
+impl Sink {
+    fn new(all_crates: bool) -> Sink {
+        Sink {
+            all_crates,
+            spans: Mutex::default(),
+        }
+    }
+
+    fn spans(&self) -> MutexGuard<'_, SpanCounts> {
+        self.spans.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Subscriber for Sink {
+    fn enabled(&self, meta: &Metadata<'_>) -> bool {
         self.all_crates || is_ours(meta.target())
     }
 
-    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+    fn event(&self, event: &Event<'_>) {
         let mut message = Message::default();
         event.record(&mut message);
         let command = COMMAND.get().copied().unwrap_or("");
         stderr_line(log_line(command, *event.metadata().level(), &message.0));
     }
+
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        let mut spans = self.spans();
+        spans.last += 1;
+        let id = spans.last;
+        spans.open.insert(id, 1);
+        Id::from_u64(id)
+    }
+
+    fn clone_span(&self, id: &Id) -> Id {
+        if let Some(handles) = self.spans().open.get_mut(&id.into_u64()) {
+            *handles += 1;
+        }
+        id.clone()
+    }
+
+    fn try_close(&self, id: Id) -> bool {
+        let mut spans = self.spans();
+        let Some(handles) = spans.open.get_mut(&id.into_u64()) else {
+            return false;
+        };
+        *handles -= 1;
+        let closed = *handles == 0;
+        if closed {
+            spans.open.remove(&id.into_u64());
+        }
+        closed
+    }
+
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
 }
 
 /// mur's own modules (`mur::…`) and the binary (`mur`).
@@ -361,6 +424,26 @@ mod tests {
         assert!(!all && bad.is_some());
         assert_eq!(filter.to_string(), "mur=info");
         assert_eq!(log_filter(Some(" ".into()), 0).0.to_string(), "mur=warn");
+    }
+
+    /// The filter forgets a span (RUST_LOG's `[span]` directives keep one each) once
+    /// its last handle is dropped, and not before.
+    #[test]
+    fn the_sink_counts_a_span_s_handles_until_the_last_is_dropped() {
+        let (filter, _, _) = log_filter(Some("[call]=trace".into()), 0);
+        let dispatch = tracing::Dispatch::new(filter.with_subscriber(Sink::new(true)));
+        let open = || dispatch.downcast_ref::<Sink>().unwrap().spans().open.len();
+        tracing::dispatcher::with_default(&dispatch, || {
+            let span = tracing::info_span!("call");
+            let copy = span.clone();
+            assert_eq!(open(), 1);
+            drop(span);
+            assert_eq!(open(), 1);
+            drop(copy);
+            assert_eq!(open(), 0);
+            let _other = tracing::info_span!("call");
+            assert_eq!(open(), 1);
+        });
     }
 
     #[test]

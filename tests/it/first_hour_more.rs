@@ -20,6 +20,10 @@ fn completions_and_the_man_page_name_every_command() {
         for command in ["run", "install", "trace", "doctor", "completions"] {
             assert!(script.contains(command), "{shell} completes {command}");
         }
+        // Each command's flags, added to the parser only when it is typed, too.
+        for flag in ["capsule-version", "follow"] {
+            assert!(script.contains(flag), "{shell} completes --{flag}");
+        }
     }
     let bad = w.mur().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
