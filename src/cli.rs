@@ -96,7 +96,7 @@ pub enum Command {
 
 /// A command's arguments, which clap adds to the parser only when that command is the
 /// one typed (`Command::defer`): a `mur run` builds the flags of no other command.
-/// `--help`, completions and the man page build them all.
+/// Completions and the man page build every command's.
 #[derive(Debug)]
 pub struct Later<T>(pub T);
 
