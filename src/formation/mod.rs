@@ -92,8 +92,10 @@ pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
             launch::Voice::Human
         },
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread, as a session has: the launcher only waits (members' lines, doors,
+    // signals, timers), and two workers cost 0.6 MiB for the formation's whole life
+    // and their wakes a core its starting members need (docs/benchmarks.md).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("cannot start the runtime: {e}")))?;

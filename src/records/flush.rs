@@ -113,7 +113,10 @@ impl Drop for Flusher {
 }
 
 fn run(shared: &Shared, paths: &[PathBuf]) {
-    let mut last_round: Option<Instant> = None;
+    // The gap counts from the thread's start too: the records a session writes as it
+    // starts (its trace's first line, MURMUR.md) share a round ROUND_GAP later, off a
+    // start-up that a formation runs once per member, all at once (docs/records.md).
+    let mut last_round = Instant::now();
     loop {
         let target = {
             let mut state = lock(&shared.state);
@@ -126,24 +129,22 @@ fn run(shared: &Shared, paths: &[PathBuf]) {
                 return; // closing, nothing left
             }
             // Let the marks of the next moments join this round.
-            if let Some(last) = last_round {
-                let next = last + ROUND_GAP;
-                while !state.urgent && !state.closing {
-                    let now = Instant::now();
-                    if now >= next {
-                        break;
-                    }
-                    state = shared
-                        .work
-                        .wait_timeout(state, next - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+            let next = last_round + ROUND_GAP;
+            while !state.urgent && !state.closing {
+                let now = Instant::now();
+                if now >= next {
+                    break;
                 }
+                state = shared
+                    .work
+                    .wait_timeout(state, next - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
             state.urgent = false;
             state.marked
         };
-        last_round = Some(Instant::now());
+        last_round = Instant::now();
         let failed = sync_all(paths);
         let mut state = lock(&shared.state);
         state.synced = target;
@@ -207,6 +208,24 @@ mod tests {
         let err = flusher.flush().unwrap_err();
         assert!(err.contains("below-a-file"), "{err}");
         assert_eq!(flusher.flush(), Ok(()), "a failure is reported once");
+    }
+
+    #[test]
+    fn a_mark_made_at_the_start_waits_a_round_gap_from_the_thread_s_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let flusher = Flusher::start(vec![dir.path().to_path_buf()]).unwrap();
+        flusher.mark();
+        let deadline = started + Duration::from_secs(30);
+        while lock(&flusher.shared.state).synced < 1 {
+            assert!(Instant::now() < deadline, "the first round never came");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            started.elapsed() >= ROUND_GAP,
+            "the first round ran {:?} after the start, before the gap",
+            started.elapsed()
+        );
     }
 
     #[test]
