@@ -2,9 +2,9 @@
 //! whole (into a spare file swapped with out/result.txt) without waiting for the
 //! disk; this thread then `fdatasync`s the records in rounds. Results that end during
 //! one round share the next, so one slow disk flush never holds back the next task
-//! (group commit). Rounds start at most every [`ROUND_GAP`], so a busy session syncs
-//! 20 times a second, not once per task: a power cut may lose the results of the last
-//! ~50 ms. A process kill loses nothing: the kernel already has the bytes.
+//! (group commit). Rounds start at most every [`ROUND_GAP`], the first one that long
+//! after the thread's start, so a busy session syncs 20 times a second, not once per
+//! task: a power cut may lose the results of the last ~50 ms. A process kill loses nothing: the kernel already has the bytes.
 //! [`Flusher::flush`] waits until everything marked so far is on disk (no gap); the
 //! session calls it after `session_end`.
 
@@ -216,11 +216,15 @@ mod tests {
         let started = Instant::now();
         let flusher = Flusher::start(vec![dir.path().to_path_buf()]).unwrap();
         flusher.mark();
+        // Woken by the round's end (`done`), as `flush` is, but without its urgency.
         let deadline = started + Duration::from_secs(30);
-        while lock(&flusher.shared.state).synced < 1 {
-            assert!(Instant::now() < deadline, "the first round never came");
-            std::thread::sleep(Duration::from_millis(1));
+        let mut state = lock(&flusher.shared.state);
+        while state.synced < 1 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "the first round never came");
+            state = flusher.shared.done.wait_timeout(state, left).unwrap().0;
         }
+        drop(state);
         assert!(
             started.elapsed() >= ROUND_GAP,
             "the first round ran {:?} after the start, before the gap",
