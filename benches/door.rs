@@ -50,7 +50,7 @@ fn main() {
 }
 
 /// The per-request cost of checking a formation token, with and without the
-/// verified-token cache.
+/// verified-token cache, and the launcher's cost of issuing one.
 fn token_checks() {
     let key = FormationKey::mint().unwrap();
     let token = key.issue("planner", "coder");
@@ -77,6 +77,15 @@ fn token_checks() {
             "µs",
         );
     }
+    // What the launcher pays per edge of the roster: one ed25519 signature.
+    let n = 20_000 / measure::sized(1, 1000);
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(key.issue(std::hint::black_box("planner"), "coder"));
+    }
+    let per = start.elapsed().as_nanos() as f64 / n as f64;
+    println!("token issue: {:.2} µs per token", per / 1000.0);
+    measure::record("door", "token_issue", json!({}), per / 1000.0, "µs");
 }
 
 async fn echo(mut work: WorkReceiver) {

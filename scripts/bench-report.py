@@ -195,6 +195,7 @@ def micro(f):
     rows = []
     for cache in ("cached", "uncached"):
         rows.append((f"token verification, {cache}", f.stat("door", "token_check", cache=cache), "µs"))
+    rows.append(("token issue (one ed25519 signature)", f.stat("door", "token_issue"), "µs"))
     for state in ("cold", "cached", "warm"):
         rows.append((f"WASM tool call, {state}", f.stat("components", "tool_call", state=state), "ms"))
     rows.append(("admission of 64 members", f.stat("admission", "admission", members=64), "ms"))

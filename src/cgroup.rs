@@ -24,9 +24,7 @@
 use std::fs;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::descendants;
@@ -242,26 +240,21 @@ fn spawn_watcher(dir: &Path) -> io::Result<(u32, descendants::Own)> {
     let start = descendants::stat(me)
         .ok_or_else(|| io::Error::other("cannot read this process's start time"))?
         .start;
-    let mut cmd = Command::new(std::env::current_exe()?);
-    cmd.args([WATCH_COMMAND, "--launcher"])
+    let null = fs::OpenOptions::new().write(true).open("/dev/null")?;
+    let mut watcher = crate::spawn::Spawn::new(std::env::current_exe()?);
+    watcher
+        .args([WATCH_COMMAND, "--launcher"])
         .arg(format!("{me}:{start}"))
         .arg("--cgroup")
         .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: between fork and exec the closure calls only setsid(2), which is
-    // async-signal-safe, and allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let (child, own) = descendants::spawn_owned(|| cmd.spawn(), |c| Some(c.id()))?;
-    Ok((child.id(), own))
+        .own_session()
+        .stdout_to(null.try_clone()?.into())
+        .stderr(crate::spawn::Stderr::To(null.into()));
+    let (child, own) = descendants::spawn_owned(|| watcher.spawn(None), |c| c.id())?;
+    let pid = child
+        .id()
+        .ok_or_else(|| io::Error::other("the watcher was reaped"))?;
+    Ok((pid, own))
 }
 
 /// `mur formation-watch` (hidden; started by the launcher, docs/design/descendants.md).

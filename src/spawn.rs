@@ -1,6 +1,7 @@
 //! Starting a member: one `clone3` that makes the process straight inside the
 //! formation's cgroup (`CLONE_INTO_CGROUP`) with a pidfd of it (`CLONE_PIDFD`), then the
-//! member's descriptors and its `execve`.
+//! member's descriptors and its `execve`. The formation's watcher starts the same way,
+//! outside the cgroup.
 //!
 //! Why not the standard library's `Command`: it can only fork in the launcher's own
 //! cgroup, so the launcher had to move itself into the formation's first, and the
@@ -54,16 +55,28 @@ pub enum Stderr {
     To(OwnedFd),
 }
 
+/// The process group a child runs in.
+#[derive(Debug, Clone, Copy)]
+enum Group {
+    /// The launcher's.
+    Launchers,
+    /// One of its own, which it leads.
+    Own,
+    /// A session of its own, which it leads.
+    Session,
+}
+
 /// A process to start: its program (a path), arguments, environment changes, folder,
-/// process group, stderr and inherited descriptors. Its stdin is `/dev/null` and its
-/// stdout a pipe.
+/// process group, stdout, stderr and inherited descriptors. Its stdin is `/dev/null`
+/// and its stdout a pipe unless [`Spawn::stdout_to`] says otherwise.
 #[derive(Debug)]
 pub struct Spawn {
     program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, Option<OsString>)>,
     cwd: Option<OsString>,
-    own_group: bool,
+    group: Group,
+    stdout: Option<OwnedFd>,
     stderr: Stderr,
     fds: Vec<(OwnedFd, RawFd)>,
     kill_on_drop: bool,
@@ -79,7 +92,8 @@ impl Spawn {
             args: Vec::new(),
             env: Vec::new(),
             cwd: None,
-            own_group: false,
+            group: Group::Launchers,
+            stdout: None,
             stderr: Stderr::Inherit,
             fds: Vec::new(),
             kill_on_drop: false,
@@ -117,7 +131,20 @@ impl Spawn {
 
     /// A process group of its own, led by the child.
     pub fn own_group(&mut self) -> &mut Spawn {
-        self.own_group = true;
+        self.group = Group::Own;
+        self
+    }
+
+    /// A session (and so a process group) of its own, led by the child: no signal
+    /// sent to the launcher's group or terminal reaches it.
+    pub fn own_session(&mut self) -> &mut Spawn {
+        self.group = Group::Session;
+        self
+    }
+
+    /// Writes the child's stdout to `file` instead of a pipe.
+    pub fn stdout_to(&mut self, file: OwnedFd) -> &mut Spawn {
+        self.stdout = Some(file);
         self
     }
 
@@ -156,7 +183,13 @@ impl Spawn {
     /// ENOSYS before (then by `clone`).
     fn start_with(&self, cgroup: Option<BorrowedFd<'_>>, use_clone3: bool) -> io::Result<Starting> {
         let prepared = Prepared::new(self)?;
-        let (out_read, out_write) = pipe()?;
+        let (out_read, out_write) = match &self.stdout {
+            Some(file) => (None, file.try_clone()?),
+            None => {
+                let (r, w) = pipe()?;
+                (Some(r), w)
+            }
+        };
         let (err_read, err_write) = match &self.stderr {
             Stderr::Piped => {
                 let (r, w) = pipe()?;
@@ -188,7 +221,7 @@ impl Spawn {
         let to_do = ChildPlan {
             prepared: &prepared,
             plan: &plan,
-            own_group: self.own_group,
+            group: self.group,
             move_in: None,
             report: report_write.as_raw_fd(),
         };
@@ -208,7 +241,9 @@ impl Spawn {
                 return Err(e);
             }
         };
-        let pipes = Pipe::from_owned_fd(out_read)
+        let pipes = out_read
+            .map(Pipe::from_owned_fd)
+            .transpose()
             .and_then(|out| Ok((out, err_read.map(Pipe::from_owned_fd).transpose()?)));
         let (stdout, stderr) = match pipes {
             Ok(pipes) => pipes,
@@ -221,7 +256,7 @@ impl Spawn {
             pid: pid as u32,
             pidfd,
             status: None,
-            stdout: Some(stdout),
+            stdout,
             stderr,
             kill_on_drop: self.kill_on_drop,
         };
@@ -281,7 +316,7 @@ struct ChildPlan<'a> {
     prepared: &'a Prepared,
     /// Each descriptor to `dup2`, and the number it gets.
     plan: &'a [(RawFd, RawFd)],
-    own_group: bool,
+    group: Group,
     /// The cgroup the child moves itself into (when made without `clone3`).
     move_in: Option<RawFd>,
     /// Where a failed `execve` writes its `errno`.
@@ -460,7 +495,7 @@ unsafe fn child(to_do: &ChildPlan<'_>) -> ! {
     let ChildPlan {
         prepared,
         plan,
-        own_group,
+        group,
         move_in,
         report,
     } = *to_do;
@@ -503,7 +538,12 @@ unsafe fn child(to_do: &ChildPlan<'_>) -> ! {
             }
             libc::close(procs);
         }
-        if own_group && libc::setpgid(0, 0) != 0 {
+        let grouped = match group {
+            Group::Launchers => 0,
+            Group::Own => libc::setpgid(0, 0),
+            Group::Session => libc::setsid(),
+        };
+        if grouped < 0 {
             fail(report);
         }
         for &(from, to) in plan {

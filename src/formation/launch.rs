@@ -271,9 +271,19 @@ impl Launch<'_> {
     async fn steps(&mut self) -> Result<i32, Halt> {
         self.make_dirs()?;
         self.start_peers()?;
+        let plan = self.plan;
+        let Some(entry) = plan.members.iter().find(|m| m.entry) else {
+            return Err(Halt {
+                line: None,
+                status: 1,
+            });
+        };
+        // Signed while the peers come up: a token per callee is an ed25519 signature
+        // (17 µs here), which would otherwise delay the entry member's start.
+        let credentials = self.credentials(entry, &plan.project_dir);
         self.await_doors().await?;
         self.hand_out_doors();
-        let mut entry = self.start_entry()?;
+        let mut entry = self.start_entry(entry, credentials)?;
         let formation = self.announced();
         let relay = entry
             .child
@@ -484,14 +494,7 @@ impl Launch<'_> {
 
     /// Starts the entry member last, its channel already holding its credentials and
     /// its callees' doors.
-    fn start_entry(&mut self) -> Result<Started, Halt> {
-        let plan = self.plan;
-        let Some(entry) = plan.members.iter().find(|m| m.entry) else {
-            return Err(Halt {
-                line: None,
-                status: 1,
-            });
-        };
+    fn start_entry(&mut self, entry: &PlanMember, credentials: Line) -> Result<Started, Halt> {
         if let Some((at, _)) = self.deadline
             && Instant::now() >= at
         {
@@ -507,7 +510,7 @@ impl Launch<'_> {
             entry.capsule,
             entry.version
         );
-        let mut lines = vec![self.credentials(entry, &plan.project_dir)];
+        let mut lines = vec![credentials];
         if !entry.callees.is_empty() {
             lines.push(self.doors_line(&entry.callees));
         }

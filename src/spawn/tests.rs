@@ -122,6 +122,31 @@ async fn own_group_leads_a_group_and_start_kill_kills(#[values(true, false)] clo
     assert_eq!(status.signal(), Some(libc::SIGKILL));
 }
 
+/// The watcher's start: a session of its own, and stdout into a file, not a pipe.
+#[rstest::rstest]
+#[tokio::test]
+async fn own_session_leads_a_session_and_stdout_to_writes_the_file(
+    #[values(true, false)] clone3: bool,
+) {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Spawn::new("/bin/sh")
+        .args(["-c", "echo written"])
+        .own_session()
+        .stdout_to(out.reopen().unwrap().into())
+        .start_with(None, clone3)
+        .unwrap()
+        .started()
+        .unwrap();
+    assert!(child.stdout.is_none(), "no pipe when stdout goes to a file");
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    let session = nix::unistd::getsid(Some(pid));
+    let status = child.wait().await.unwrap();
+    assert_eq!(status.code(), Some(0));
+    // Read before the wait: until it is reaped, even an exited child keeps its session.
+    assert_eq!(session.map(|s| s.as_raw()), Ok(pid.as_raw()));
+    assert_eq!(std::fs::read_to_string(out.path()).unwrap(), "written\n");
+}
+
 /// Into a fresh cgroup v2 below this process's own, where one is writable (root here).
 #[tokio::test]
 #[allow(clippy::print_stderr)] // a skip says so
