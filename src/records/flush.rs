@@ -4,7 +4,8 @@
 //! one round share the next, so one slow disk flush never holds back the next task
 //! (group commit). Rounds start at most every [`ROUND_GAP`], the first one that long
 //! after the thread's start, so a busy session syncs 20 times a second, not once per
-//! task: a power cut may lose the results of the last ~50 ms. A process kill loses nothing: the kernel already has the bytes.
+//! task: a power cut may lose the results of the last ~50 ms. A process kill loses
+//! nothing: the kernel already has the bytes.
 //! [`Flusher::flush`] waits until everything marked so far is on disk (no gap); the
 //! session calls it after `session_end`.
 
