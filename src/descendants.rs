@@ -208,7 +208,7 @@ pub fn kill_pinned(pinned: &[(Proc, OwnedFd)], until: Instant) -> usize {
 /// SIGKILL, by pidfd, to every live descendant of `root` (and to `root` too when
 /// `with_root`), and to the process groups they lead. Every target is pinned before
 /// any is killed, so none reparents unseen; it repeats until none is left alive or
-/// [`SWEEP_LIMIT`] passed (a process forked meanwhile). Returns how many processes it
+/// `SWEEP_LIMIT` passed (a process forked meanwhile). Returns how many processes it
 /// signalled. Blocking and runtime-free, so it runs in a process's last moments too.
 pub fn sweep(root: u32, with_root: bool) -> usize {
     let until = Instant::now() + SWEEP_LIMIT;
@@ -361,7 +361,7 @@ fn dead_strays(set: &BTreeSet<u32>) -> Vec<Proc> {
 /// is aborted. Only for a process that is a session or a launcher: it reaps children
 /// it does not own.
 ///
-/// A tick with no child at all does nothing more than [`has_children`]'s one
+/// A tick with no child at all does nothing more than `has_children`'s one
 /// non-blocking `waitid`. Only a tick with children to read goes to the blocking
 /// pool, whose thread tokio keeps for 10 s after its last job, so an idle session
 /// reaping every 5 s would otherwise keep a third thread for good (0.1 MiB of RSS).

@@ -174,8 +174,13 @@ impl State {
     }
 }
 
+/// The whole line in one `write`. stderr is unbuffered, so a `Display` written piece by
+/// piece (a diagnostic is eight pieces) would be as many writes, and on a stderr shared
+/// with another process (the entry member's, its launcher's) lines could interleave.
 fn write_line(w: &mut dyn Write, line: &dyn Display) -> std::io::Result<()> {
-    writeln!(w, "{line}").and_then(|()| w.flush())
+    let mut text = line.to_string();
+    text.push('\n');
+    w.write_all(text.as_bytes()).and_then(|()| w.flush())
 }
 
 fn append(path: &Path, line: &dyn Display) -> std::io::Result<()> {
@@ -385,6 +390,33 @@ mod tests {
         assert!(!s.line_to(&mut Closed, &"two"));
         assert!(!s.line_to(&mut open, &"three"), "stdout stays gone");
         assert_eq!(open, b"one\n");
+    }
+
+    /// Records each `write` it is given.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.push(bytes.to_vec());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_diagnostic_with_a_hint_is_one_write() {
+        let d = crate::diag::Diagnostic::new(crate::catalogue::W_SEC_013, "mur runs as root")
+            .hint("Run mur as an ordinary user.");
+        let mut err = Writes::default();
+        fresh().diag_to(&mut err, &d);
+        assert_eq!(err.0, vec![format!("{d}\n").into_bytes()]);
+        assert!(
+            err.0[0].windows(2).any(|w| w == b"\n "),
+            "the hint is on a line of its own"
+        );
     }
 
     #[test]

@@ -319,7 +319,7 @@ impl SessionEvents {
     const BUFFER: usize = 1024;
 
     /// Sends `event` to every current watcher; a watcher that falls more than
-    /// [`Self::BUFFER`] events behind is told so and skips ahead.
+    /// `Self::BUFFER` events behind is told so and skips ahead.
     pub fn publish(&self, event: serde_json::Value) {
         if let Some(tx) = self.tx.get() {
             let _ = tx.send(event);

@@ -6,8 +6,8 @@
 //! Both rank what they may remove newest first (the UUIDv7 in an id sorts by time),
 //! ask [`Policy::reason`] whether rank and age put it out of bounds, never touch the
 //! current item, a newer one or one still running, and report each removal with
-//! [`Removal::line`]. Both remove by [`set_aside`] first, so a pass killed midway
-//! never leaves a half-removed item: the next pass finishes it ([`set_aside_before`]).
+//! [`Removal::line`]. Both remove by `set_aside` first, so a pass killed midway
+//! never leaves a half-removed item: the next pass finishes it (`set_aside_before`).
 
 use std::io;
 use std::path::{Path, PathBuf};
