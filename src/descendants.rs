@@ -50,7 +50,14 @@ impl Proc {
 
 /// `/proc/<pid>/stat`, read; `None` when there is no such process.
 pub fn stat(pid: u32) -> Option<Proc> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // A line of a few hundred bytes: one read into room made for it, where
+    // `read_to_string` would stat the file (size 0) and read it in six growing pieces.
+    // Lossy: a command name need not be UTF-8, and the fields read are numbers.
+    let mut bytes = Vec::with_capacity(1024);
+    std::fs::File::open(format!("/proc/{pid}/stat"))
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
+        .ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     // The command name may hold spaces and parentheses: split after the last ')'.
     let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
     // fields[0] is field 3 (state); ppid is 4, pgrp 5, starttime 22.

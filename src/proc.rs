@@ -11,21 +11,9 @@ use nix::sys::stat::{SFlag, fstat};
 /// boot); `None` when there is no such process or it is a zombie. A running record
 /// and the launcher's ownership marker both keep it.
 pub fn start_time(pid: u32) -> Option<u64> {
-    // A line of a few hundred bytes: one read into room made for it, where
-    // `read_to_string` would stat the file (size 0) and read it in six growing pieces.
-    let mut bytes = Vec::with_capacity(1024);
-    std::fs::File::open(format!("/proc/{pid}/stat"))
-        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
-        .ok()?;
-    let stat = String::from_utf8_lossy(&bytes);
-    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); field 22 is index 19.
-    if fields.first() == Some(&"Z") {
-        return None;
-    }
-    fields.get(19)?.parse().ok()
+    crate::descendants::stat(pid)
+        .filter(|p| !p.is_zombie())
+        .map(|p| p.start)
 }
 
 /// What an inherited descriptor turned out to be.

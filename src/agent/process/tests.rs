@@ -254,13 +254,7 @@ async fn max_turns_exhausted_fails_with_a_clear_reason() {
 
 /// Whether /proc shows `pid` as a live process (absent or a zombie counts as gone).
 fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        }
-        Err(_) => false,
-    }
+    crate::descendants::stat(pid).is_some_and(|p| !p.is_zombie())
 }
 
 async fn wait_for_file(path: &Path) -> String {

@@ -75,13 +75,7 @@ impl Fakes {
 
 /// Whether `pid` is gone (a zombie counts as gone).
 pub fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
+    mur::descendants::stat(pid as u32).is_none_or(|p| p.is_zombie())
 }
 
 /// Waits until every pid is gone; returns how long it took, or panics at `limit`.
