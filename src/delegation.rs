@@ -326,7 +326,7 @@ pub fn render(answers: &[Answer]) -> String {
     for a in answers {
         out.push('\n');
         let head = format!("child:{}@{} ({})", a.capsule, a.version, a.state);
-        out.push_str(&crate::call_member::fence::block(&head, &a.text));
+        out.push_str(&crate::fence::block(&head, &a.text));
     }
     out
 }

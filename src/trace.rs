@@ -6,13 +6,13 @@
 //! No credential is ever written: the writer refuses (E-REC-002) any record holding a
 //! formation token (`mft1.…`) or a secret registered with [`TraceWriter::forbid`].
 
+use crate::a2a::time::now;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -711,11 +711,6 @@ fn visit_strings(value: &serde_json::Value, f: &mut impl FnMut(&str)) {
 /// A mutex poisoned by a panicking writer still guards a usable file.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Now, as a trace writes it.
-pub fn now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 fn write_error(path: &Path, e: &std::io::Error) -> Diagnostic {

@@ -7,11 +7,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{DoorClient, Sent, answer_text};
-use super::fence::{self, Answer};
 use super::{CallConfig, CallError, Peers, Routed, Trust, cut};
 use crate::a2a;
 use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
+use crate::fence::{self, Answer};
 use crate::trace::{Event, RecordedState, TraceWriter};
 
 /// What `Calls::new` needs; the session fills it in for each task.

@@ -21,27 +21,10 @@ use crate::credential::FormationToken;
 use crate::diag::Diagnostic;
 use crate::ids::MemberName;
 use crate::timing;
+use crate::virtual_address::{VIRTUAL_DOMAIN, virtual_member};
 
 /// `MURMUR_FORMATION_PEERS`: the components' list of virtual addresses.
 pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
-/// Every virtual address is under this name; `.invalid` never resolves (RFC 2606).
-pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
-
-/// The name a host under formation.invalid gives (`coder` for
-/// `coder.formation.invalid`, empty for the domain itself); `None` for any other host.
-/// `host` in lower case. The one reading of a virtual address: routing, the
-/// components' requests and the door's Agent Card all go through it.
-pub fn virtual_member(host: &str) -> Option<&str> {
-    if host == VIRTUAL_DOMAIN {
-        return Some("");
-    }
-    host.strip_suffix(VIRTUAL_DOMAIN)?.strip_suffix('.')
-}
-
-/// Whether `host` is a virtual member address, `<member name>.formation.invalid`.
-pub fn is_virtual_host(host: &str) -> bool {
-    virtual_member(host).is_some_and(MemberName::is_valid)
-}
 /// Every door listens here, at a port chosen at launch.
 const DOOR_HOST: &str = "127.0.0.1";
 /// Below the door's 10 s keep-alive (docs/design/door.md), so a pooled connection is
@@ -354,21 +337,6 @@ fn split_host_port(entry: &str) -> (&str, Option<u16>) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_virtual_host_is_a_member_name_under_the_domain() {
-        assert!(is_virtual_host("coder.formation.invalid"));
-        for not in [
-            "formation.invalid",
-            ".formation.invalid",
-            "Coder.formation.invalid",
-            "a.b.formation.invalid",
-            "coder.formation.invalid.evil",
-            "coderformation.invalid",
-            "127.0.0.1:8080",
-        ] {
-            assert!(!is_virtual_host(not), "{not}");
-        }
-    }
     use rstest::rstest;
 
     const DOOR: &str = "http://127.0.0.1:40123/";

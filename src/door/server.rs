@@ -241,7 +241,7 @@ async fn card(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let virtual_host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .filter(|h| crate::call_member::is_virtual_host(h));
+        .filter(|h| crate::virtual_address::is_virtual_host(h));
     let body = match virtual_host {
         Some(host) => {
             let mut card = s.card_doc.clone();

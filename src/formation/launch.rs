@@ -22,9 +22,10 @@ pub use crate::formation::announce::Voice;
 use crate::formation::member::{self, Spec, Started};
 use crate::formation::{announce, dirs};
 use crate::ids::{MemberName, Sha256};
+use crate::manifest::Retain;
 use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
-use crate::retention::{self, Policy};
+use crate::retention;
 use crate::signals::{Signal, Signals};
 use crate::timing;
 
@@ -36,7 +37,7 @@ pub struct Plan {
     /// In roster order.
     pub members: Vec<PlanMember>,
     /// The entry member's `trace.retain`.
-    pub retain: Policy,
+    pub retain: Retain,
 }
 
 #[derive(Debug, Clone)]

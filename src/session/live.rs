@@ -30,7 +30,7 @@ pub(super) struct Live {
     pub(super) env: Arc<TaskEnv>,
     pub(super) formation_id: Option<String>,
     /// `trace.retain`, applied to the project's sessions at the end.
-    pub(super) retain: crate::retention::Policy,
+    pub(super) retain: crate::manifest::Retain,
     /// How the `--task` task's end is reported on stdout.
     pub(super) report: Report,
     /// The `--task` task, until its end was reported.

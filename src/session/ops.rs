@@ -7,8 +7,8 @@ use nix::unistd::Pid;
 
 use crate::catalogue::{E_RUN_003, E_RUN_004};
 use crate::diag::{Diagnostic, Result};
-use crate::formation::marker::Marker;
 use crate::records::{self, Records};
+use crate::retention::marker::Marker;
 use crate::running::{RunningDir, RunningRecord};
 use crate::trace::{self, Event};
 use crate::{output, paths};

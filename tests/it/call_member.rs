@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use crate::support::call_member::*;
 use mur::agent::{Message, Outcome, ToolCall};
-use mur::call_member::{CallConfig, CallMember, Routed, Trust, fence};
+use mur::call_member::{CallConfig, CallMember, Routed, Trust};
 use mur::credential::FormationKey;
 use mur::door::Acceptance;
+use mur::fence;
 use mur::trace::{Event, RecordedState};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::json;

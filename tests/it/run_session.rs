@@ -454,7 +454,7 @@ fn stop_of_a_formation_signals_the_launcher_its_marker_names() {
         .unwrap();
     let dir = w.home.join(".murmur/formations").join(frm);
     std::fs::create_dir_all(&dir).unwrap();
-    let marker = mur::formation::marker::Marker {
+    let marker = mur::retention::marker::Marker {
         project_dir: w.proj.clone(),
         launcher_pid: launcher.id(),
         launcher_start: mur::proc::start_time(launcher.id()).unwrap().to_string(),
