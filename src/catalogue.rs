@@ -56,6 +56,9 @@ catalogue! {
     E_CLI_001 = "E-CLI-001", "Unknown code",
         "`mur explain` was given a code that is not in the catalogue.",
         "Run `mur explain --list` to see every code.";
+    E_CLI_002 = "E-CLI-002", "Man pages cannot be written",
+        "`mur man --dir` could not make the folder or write a page into it; the message names the path.",
+        "Check that the folder is yours and writable, or print the top page with `mur man`.";
 
     // ---- E-CMP / W-CMP: the capsule's WASM components (tools, hooks, driver) ----
     E_CMP_001 = "E-CMP-001", "Not a WASM component",

@@ -34,7 +34,7 @@ use clap::{Args, ValueEnum};
 use crate::catalogue::{E_RUN_002, E_RUN_005, E_RUN_006};
 use crate::diag::{Diagnostic, Result};
 
-/// `mur run`: run a capsule as a session, or with `--roster` launch a formation.
+// `mur run`: run a capsule as a session, or with `--roster` launch a formation.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Run this installed capsule (`<scope>/<name>`) instead of the current folder's

@@ -13,14 +13,15 @@ use crate::running::{RunningDir, RunningRecord};
 use crate::trace::{self, Event};
 use crate::{output, paths};
 
-/// `mur stop <ses_id|frm_id>`
+// `mur stop <ses_id|frm_id>` (a doc comment here would replace the command's
+// sentence in its --help: clap reads it when the command is the one typed).
 #[derive(Debug, Clone, Args)]
 pub struct StopArgs {
     /// A session id (`ses_…`) or a formation id (`frm_…`).
     pub id: String,
 }
 
-/// `mur ps`
+// `mur ps`
 #[derive(Debug, Clone, Args)]
 pub struct PsArgs {
     /// One JSON array of the running records (with --all, of every session listed).
@@ -31,7 +32,7 @@ pub struct PsArgs {
     pub all: bool,
 }
 
-/// `mur trace …`
+// `mur trace …`
 #[derive(Debug, Clone, Args)]
 pub struct TraceArgs {
     #[command(subcommand)]

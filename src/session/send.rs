@@ -11,7 +11,7 @@ use crate::diag::{Diagnostic, Result};
 use crate::output;
 use crate::running::{RunningDir, RunningRecord};
 
-/// `mur send`
+// `mur send`
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
     /// A running session (`ses_…`), or a formation (`frm_…`): its entry member.
