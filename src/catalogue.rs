@@ -250,6 +250,9 @@ catalogue! {
     E_RUN_008 = "E-RUN-008", "Not a formation cgroup",
         "`mur formation-watch`, which only the launcher starts (docs/design/descendants.md), was given a directory that is no formation cgroup (a cgroup v2 named `murmur-frm_…` with `cgroup.kill`), or a launcher that is not `<pid>:<start time>`. It refuses rather than kill what such a cgroup holds.",
         "Do not run it by hand: `mur run --roster` starts it with the formation's own cgroup.";
+    E_RUN_009 = "E-RUN-009", "Ambiguous id",
+        "The id given to `mur stop`, `mur send` or `mur trace show` is a prefix of more than one session or formation id; the message lists them.",
+        "Type more of the id, or paste one the message lists; `mur ps -a` shows every session and formation.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";

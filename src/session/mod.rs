@@ -21,6 +21,7 @@ pub(crate) mod formation;
 pub(crate) mod lifecycle;
 pub(crate) mod live;
 pub(crate) mod ops;
+pub(crate) mod pick;
 pub(crate) mod resume;
 pub(crate) mod send;
 pub(crate) mod serve;

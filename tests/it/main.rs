@@ -38,6 +38,7 @@ mod help;
 mod hostile;
 mod human_output;
 mod human_output_more;
+mod ids;
 mod launch;
 mod lock_cli;
 mod lock_refusal;
