@@ -253,6 +253,9 @@ catalogue! {
     E_RUN_009 = "E-RUN-009", "Ambiguous id",
         "The id given to `mur stop`, `mur send` or `mur trace show` is a prefix of more than one session or formation id; the message lists them.",
         "Type more of the id, or paste one the message lists; `mur ps -a` shows every session and formation.";
+    E_RUN_010 = "E-RUN-010", "Task did not complete",
+        "The task `mur run --task` ran, or `mur send` gave, ended failed, canceled or rejected; the message is its reason. stdout carries answers only, so nothing was printed there.",
+        "`mur trace show <ses_id>` shows what the task did: the model's requests, the tool calls and their errors.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";

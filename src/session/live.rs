@@ -281,9 +281,20 @@ impl Live {
         };
         let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
         match self.report {
-            Report::Text if on_its_own => {
-                output::stdout_text(&text);
-            }
+            Report::Text if on_its_own => match did_not_complete(state, &text) {
+                Some(reason) => {
+                    let d =
+                        Diagnostic::new(catalogue::E_RUN_010, format!("task {task_id} {reason}"))
+                            .hint(format!(
+                                "`mur trace show {}` shows what the task did.",
+                                self.session_id
+                            ));
+                    output::stderr_line(&d);
+                }
+                None => {
+                    output::stdout_text(&text);
+                }
+            },
             Report::Text => {}
             Report::Json => {
                 let line = crate::readiness::OutcomeLine::task(
@@ -298,4 +309,14 @@ impl Live {
             }
         }
     }
+}
+
+/// For a task that ended failed, canceled or rejected, `<state>: <reason>` from its
+/// result text (whose first line is just that, docs/records.md); `None` for an answer.
+pub(crate) fn did_not_complete(state: RecordedState, result: &str) -> Option<String> {
+    matches!(
+        state,
+        RecordedState::Failed | RecordedState::Canceled | RecordedState::Rejected
+    )
+    .then(|| result.trim_end().to_string())
 }

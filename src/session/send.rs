@@ -111,7 +111,18 @@ async fn stream_task(door: &str, token: &str, session: &str, task: &str) -> Resu
             "{session}'s door ended the stream before the task ended"
         )));
     };
-    if !seen.text.is_empty() {
+    if matches!(state.as_str(), "failed" | "canceled" | "rejected") {
+        // stdout carries answers only: `answer=$(mur send …)` must not store a reason.
+        let reason = seen.text.trim_end();
+        let d = Diagnostic::new(
+            crate::catalogue::E_RUN_010,
+            format!("task {} {state}: {reason}", seen.task_id),
+        )
+        .hint(format!(
+            "`mur trace show {session}` shows what the task did."
+        ));
+        output::stderr_line(&d);
+    } else if !seen.text.is_empty() {
         output::stdout_text(&seen.text);
     }
     output::stderr_line(format_args!("[mur send] {}: {state}", seen.task_id));

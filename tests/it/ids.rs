@@ -14,7 +14,10 @@ fn a_prefix_reaches_a_formation_and_a_session_and_an_ambiguous_one_lists_them() 
     let (w, project) = team();
     let (mut launcher, ready) = w.launch_json(&project);
     let frm = ready["formation_id"].as_str().unwrap().to_string();
-    let entry = ready["members"][0]["session_id"].as_str().unwrap().to_string();
+    let entry = ready["members"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // `frm_` and 16 hex digits: unique among one formation's ids.
     let sent = w
