@@ -43,7 +43,7 @@ pub struct TraceArgs {
 pub enum TraceCommand {
     /// Print a session's trace, readable; for a formation id, every member's session.
     #[command(
-        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --json | jq -c 'select(.type == \"tool_call\")'"
+        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 --html -o timeline.html\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --json | jq -c 'select(.type == \"tool_call\")'"
     )]
     Show {
         /// A session id (`ses_…`) or a formation id (`frm_…`).
@@ -54,8 +54,27 @@ pub enum TraceCommand {
         json: bool,
         /// Keep printing records as they are written, to the session's session_end
         /// (for a formation, every member's at once, each line behind `[member] `).
-        #[arg(long, short)]
+        #[arg(long, short, conflicts_with = "html")]
         follow: bool,
+        /// A timeline instead: one self-contained HTML page, a lane per member
+        /// (docs/trace.md, The timeline).
+        #[arg(long, conflicts_with = "json")]
+        html: bool,
+        /// With --html: write the page to this file (replaced whole) instead of stdout.
+        #[arg(short, long, value_name = "FILE", requires = "html")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Write a session's or a formation's trace as OpenTelemetry spans: OTLP/JSON, one
+    /// `TracesData` a line (docs/trace.md, OpenTelemetry export).
+    #[command(
+        after_help = "Examples:\n  mur trace export frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 -o traces.jsonl\n  mur trace export ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 | curl -H 'Content-Type: application/json' --data-binary @- http://127.0.0.1:4318/v1/traces"
+    )]
+    Export {
+        /// A session id (`ses_…`) or a formation id (`frm_…`).
+        id: String,
+        /// Write to this file (replaced whole) instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
 }
 
@@ -259,7 +278,71 @@ fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> 
 
 /// `mur trace show`.
 pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
-    let TraceCommand::Show { id, json, follow } = &args.command;
+    match &args.command {
+        TraceCommand::Show {
+            id,
+            html: true,
+            output,
+            ..
+        } => timeline(id, output.as_deref()),
+        TraceCommand::Show {
+            id, json, follow, ..
+        } => show(id, *json, *follow),
+        TraceCommand::Export { id, output } => export(id, output.as_deref()),
+    }
+}
+
+/// The export's spans of every session `id` names.
+fn spans_of(id: &str) -> Result<Vec<trace::otlp::TracesData>> {
+    let sessions = sessions_of(id)?;
+    let mut traces = Vec::with_capacity(sessions.len());
+    for r in &sessions {
+        traces.push(trace::read(&r.trace_path())?.records);
+    }
+    let members: Vec<trace::export::Session<'_>> = traces
+        .iter()
+        .map(|records| trace::export::Session { records })
+        .collect();
+    let frm = id.starts_with("frm_").then_some(id);
+    Ok(trace::export::export(&members, frm))
+}
+
+/// `text` to stdout, or to `output` replaced whole through a rename (a symlink at
+/// that name is replaced, never followed).
+fn deliver(text: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    match output {
+        None => {
+            output::stdout_text(text);
+        }
+        Some(path) => crate::fsutil::write_atomic(
+            path,
+            text.as_bytes(),
+            0o644,
+            crate::fsutil::Durability::File,
+        )
+        .map_err(|e| crate::fsutil::write_failed(crate::catalogue::E_REC_001, path, &e))?,
+    }
+    Ok(0)
+}
+
+/// `mur trace show --html`: the timeline page (`trace::html`).
+fn timeline(id: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    let traces = spans_of(id)?;
+    deliver(&trace::html::page(id, &traces), output)
+}
+
+/// `mur trace export`: every session's records, transformed (`trace::export`).
+fn export(id: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    let mut text = String::new();
+    for data in spans_of(id)? {
+        text.push_str(&serde_json::to_string(&data).unwrap_or_default());
+        text.push('\n');
+    }
+    deliver(&text, output)
+}
+
+/// The sessions `id` names: one session, or every member session of a formation.
+fn sessions_of(id: &str) -> Result<Vec<Records>> {
     let root = paths::records_root();
     let formations = paths::formations_dir();
     let sessions: Vec<Records> = if id.starts_with("frm_") {
@@ -267,7 +350,7 @@ pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
             .into_iter()
             .filter(|r| {
                 start_of(r).is_some_and(|s| {
-                    s.formation_id.as_deref() == Some(id.as_str()) && !s.lost_with(&formations)
+                    s.formation_id.as_deref() == Some(id) && !s.lost_with(&formations)
                 })
             })
             .collect()
@@ -286,6 +369,12 @@ pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
             ),
         ));
     }
+    Ok(sessions)
+}
+
+fn show(id: &str, json: bool, follow: bool) -> Result<i32> {
+    let sessions = sessions_of(id)?;
+    let (json, follow) = (&json, &follow);
     let many = sessions.len() > 1;
     if *follow {
         let followed = sessions
