@@ -233,6 +233,18 @@ fn headless(page: &Path) -> Command {
     cmd
 }
 
+/// The JSON the page wrote into `#summary`, from chromium's `--dump-dom`.
+fn summary_of(dom: &str) -> Value {
+    let start = dom.find("<pre id=\"summary\">").expect("the summary") + 18;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let text = dom[start..end]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
 /// Every record of every member trace under `home`, by type.
 fn record_counts(home: &Path) -> std::collections::BTreeMap<String, usize> {
     let mut counts = std::collections::BTreeMap::new();
@@ -283,10 +295,7 @@ fn the_timeline_renders_in_chromium_as_the_records_say() {
     assert!(dumped.status.success(), "{stderr}");
     assert!(!stderr.contains("Uncaught"), "a console error: {stderr}");
     let dom = String::from_utf8_lossy(&dumped.stdout);
-    let start = dom.find("<pre id=\"summary\">").expect("the summary") + 18;
-    let end = start + dom[start..].find("</pre>").unwrap();
-    let summary: Value = serde_json::from_str(&dom[start..end].replace("&quot;", "\""))
-        .unwrap_or_else(|e| panic!("{e}: {}", &dom[start..end]));
+    let summary = summary_of(&dom);
     assert_eq!(summary["errors"], serde_json::json!([]), "{summary}");
     let mut lanes: Vec<&str> = summary["lanes"]
         .as_array()
@@ -333,4 +342,166 @@ fn the_timeline_renders_in_chromium_as_the_records_say() {
     );
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+}
+
+/// A member name that would end the page's data script if written raw.
+const HOSTILE: &str = "m0</script><script>document.title='pwned'</script>";
+
+/// 32 members and about 10,000 records, written as sessions write them: member `m`'s
+/// task `k` calls member `m + 1`'s task `k`. Returns the records by type.
+fn big_formation(home: &Path, frm: &str) -> std::collections::BTreeMap<String, usize> {
+    use serde_json::json;
+    let base = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
+    let ts = |ms: u64| {
+        humantime::format_rfc3339_millis(base + std::time::Duration::from_millis(ms)).to_string()
+    };
+    let mut counts = std::collections::BTreeMap::new();
+    let (members, tasks) = (32u64, 35u64);
+    for m in 0..members {
+        let ses = format!("ses_{:032x}", m + 1);
+        let dir = home.join(".murmur/records/proj").join(&ses);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut lines: Vec<Value> = vec![json!({"type": "session_start", "session_id": ses,
+            "capsule": {"name": format!("local/m{m}"), "version": "1.0.0"}, "mur_version": "0.1.0",
+            "pid": 1, "workdir": "/nowhere", "records_dir": dir, "formation_id": frm,
+            "formation_member": if m == 0 { HOSTILE.to_string() } else { format!("m{m}") },
+            "formation_callees": []})];
+        for k in 0..tasks {
+            let at = k * 200 + m * 5;
+            let task = format!("t{k}");
+            let trace_id = format!("{:032x}", k + 1);
+            let span = format!("{:016x}", ((m + 1) << 20) | (k + 1));
+            let parent = if m == 0 {
+                format!("{:016x}", 0xff00 | (k + 1))
+            } else {
+                format!("{:016x}", (m << 40) | (k + 1))
+            };
+            let t = |ms: u64| ts(at + ms);
+            lines.push(json!({"ts": t(0), "type": "a2a_task_received", "task_id": task,
+                "credential": "operator", "trace_id": trace_id, "span_id": span, "parent_span_id": parent}));
+            lines.push(json!({"ts": t(1), "type": "task_state", "task_id": task, "from": "submitted", "to": "working"}));
+            if m + 1 < members {
+                let call = format!("{:016x}", ((m + 1) << 40) | (k + 1));
+                lines.push(
+                    json!({"ts": t(2), "type": "inference_turn", "task_id": task, "turn": 1,
+                    "transport": "builtin", "reply": "tool_calls", "tool_calls": ["call-member"]}),
+                );
+                lines.push(
+                    json!({"ts": t(2), "type": "tool_call", "task_id": task, "turn": 1,
+                    "call_id": "c1", "tool": "call-member", "arguments": {}}),
+                );
+                lines.push(
+                    json!({"ts": t(3), "type": "member_call", "task_id": task, "call_id": "c1",
+                    "member": format!("m{}", m + 1), "text": "x", "span_id": call}),
+                );
+                lines.push(
+                    json!({"ts": t(3), "type": "tool_result", "task_id": task, "call_id": "c1",
+                    "tool": "call-member", "is_error": false, "output": "held", "duration_ms": 1}),
+                );
+                lines.push(
+                    json!({"ts": t(150), "type": "member_answer", "task_id": task, "call_id": "c1",
+                    "member": format!("m{}", m + 1), "state": "completed", "text": "<b>done</b>"}),
+                );
+            }
+            lines.push(
+                json!({"ts": t(160), "type": "inference_turn", "task_id": task, "turn": 2,
+                "transport": "builtin", "reply": "answer", "tool_calls": []}),
+            );
+            lines.push(json!({"ts": t(170), "type": "task_state", "task_id": task, "from": "working", "to": "completed"}));
+        }
+        lines.push(
+            json!({"ts": ts(tasks * 200 + 100), "type": "formation_ended", "formation_id": frm}),
+        );
+        lines.push(json!({"ts": ts(tasks * 200 + 101), "type": "session_end", "exit_status": "ok", "exit_code": 0}));
+        let mut text = String::new();
+        for (i, mut l) in lines.into_iter().enumerate() {
+            if l.get("ts").is_none() {
+                l["ts"] = json!(ts(0));
+            }
+            l["seq"] = json!(i + 1);
+            *counts
+                .entry(l["type"].as_str().unwrap().to_string())
+                .or_default() += 1;
+            // The record's own key order: ts, seq, then the rest (as the writer writes).
+            let mut obj = serde_json::Map::new();
+            obj.insert("ts".into(), l["ts"].clone());
+            obj.insert("seq".into(), l["seq"].clone());
+            for (k, v) in l.as_object().unwrap() {
+                if k != "ts" && k != "seq" {
+                    obj.insert(k.clone(), v.clone());
+                }
+            }
+            text.push_str(&serde_json::to_string(&Value::Object(obj)).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(dir.join("trace.jsonl"), text).unwrap();
+    }
+    counts
+}
+
+#[test]
+fn thirty_two_members_and_ten_thousand_records_export_and_draw() {
+    let w = World::new();
+    let frm = "frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071";
+    let counts = big_formation(&w.home, frm);
+    let total: usize = counts.values().sum();
+    assert!(total >= 10_000, "{total} records");
+    let n = |k: &str| counts.get(k).copied().unwrap_or(0) as u64;
+    // The export reads as TracesData.
+    let seen = otel::parse(&export(&w, frm));
+    assert_eq!(seen["lines"], 33);
+    let spans = seen["spans"].as_array().unwrap();
+    assert_eq!(
+        spans.len() as u64,
+        n("a2a_task_received") + n("inference_turn") + n("tool_call") + n("member_call") + 35
+    );
+    // The page draws every one of them, without a script error.
+    let page = w.path("big.html");
+    let out = w
+        .mur()
+        .args(["trace", "show", frm, "--html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("</script><script>"),
+        "a name closed the data script"
+    );
+    let dumped = headless(&page)
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&dumped.stderr);
+    assert!(
+        dumped.status.success() && !stderr.contains("Uncaught"),
+        "{stderr}"
+    );
+    let dom = String::from_utf8_lossy(&dumped.stdout);
+    let summary = summary_of(&dom);
+    assert_eq!(summary["errors"], serde_json::json!([]));
+    assert_eq!(summary["lanes"].as_array().unwrap().len(), 33);
+    // The hostile name is drawn as text, and ran nothing.
+    assert!(
+        summary["lanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == HOSTILE),
+        "{summary}"
+    );
+    assert!(!dom.contains("<title>pwned"), "the name ran as a script");
+    assert_eq!(summary["bars"]["task"], n("a2a_task_received"));
+    assert_eq!(summary["bars"]["chat"], n("inference_turn"));
+    assert_eq!(summary["bars"]["call"], n("member_call"));
+    assert_eq!(summary["bars"]["root"], 35);
+    // Each member call to its callee, each root to m0's task.
+    assert_eq!(summary["arrows"], n("member_call") + 35);
+    assert_eq!(summary["marks"], 32);
 }
