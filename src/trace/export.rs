@@ -509,7 +509,6 @@ impl Builder {
             }
             Event::SessionEnd {
                 exit_status,
-                exit_code,
                 error_code,
                 ..
             } => {
@@ -520,7 +519,6 @@ impl Builder {
                     }
                     self.on_open_tasks(at, "deadline_reached", attrs);
                 }
-                let _ = exit_code;
             }
             Event::A2aTaskRefused { .. } | Event::ModelRequest { .. } => {}
         }

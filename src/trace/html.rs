@@ -73,52 +73,50 @@ pub fn page(title: &str, traces: &[TracesData]) -> String {
             .min()
             .unwrap_or(u128::MAX)
     });
-    {
-        for rs in resources {
-            let lane = lanes.len();
-            let service = rs
-                .resource
+    for rs in resources {
+        let lane = lanes.len();
+        let service = rs
+            .resource
+            .attributes
+            .iter()
+            .find(|kv| kv.key == "service.name")
+            .map(|kv| value(&kv.value))
+            .unwrap_or_default();
+        lanes.push(service);
+        for s in rs.scope_spans.iter().flat_map(|ss| ss.spans.iter()) {
+            let kind = match s.kind {
+                Kind::Server => "task",
+                Kind::Client if s.name == "chat" => "chat",
+                Kind::Client => "call",
+                Kind::Internal if s.parent_span_id.is_empty() => "root",
+                Kind::Internal => "tool",
+            };
+            let details = s
                 .attributes
                 .iter()
-                .find(|kv| kv.key == "service.name")
-                .map(|kv| value(&kv.value))
-                .unwrap_or_default();
-            lanes.push(service);
-            for s in rs.scope_spans.iter().flat_map(|ss| ss.spans.iter()) {
-                let kind = match s.kind {
-                    Kind::Server => "task",
-                    Kind::Client if s.name == "chat" => "chat",
-                    Kind::Client => "call",
-                    Kind::Internal if s.parent_span_id.is_empty() => "root",
-                    Kind::Internal => "tool",
-                };
-                let details = s
-                    .attributes
-                    .iter()
-                    .map(|kv| format!("{}={}", kv.key, value(&kv.value)))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                for e in &s.events {
-                    if e.name == "formation_ended" || e.name == "deadline_reached" {
-                        marks.push(Mark {
-                            lane,
-                            name: e.name.clone(),
-                            at: ms(&e.time_unix_nano),
-                        });
-                    }
+                .map(|kv| format!("{}={}", kv.key, value(&kv.value)))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for e in &s.events {
+                if e.name == "formation_ended" || e.name == "deadline_reached" {
+                    marks.push(Mark {
+                        lane,
+                        name: e.name.clone(),
+                        at: ms(&e.time_unix_nano),
+                    });
                 }
-                bars.push(Bar {
-                    lane,
-                    kind,
-                    name: s.name.clone(),
-                    start: ms(&s.start_time_unix_nano),
-                    end: ms(&s.end_time_unix_nano),
-                    id: s.span_id.clone(),
-                    parent: s.parent_span_id.clone(),
-                    details,
-                    error: s.status.code == super::otlp::Code::Error,
-                });
             }
+            bars.push(Bar {
+                lane,
+                kind,
+                name: s.name.clone(),
+                start: ms(&s.start_time_unix_nano),
+                end: ms(&s.end_time_unix_nano),
+                id: s.span_id.clone(),
+                parent: s.parent_span_id.clone(),
+                details,
+                error: s.status.code == super::otlp::Code::Error,
+            });
         }
     }
     let data = Page {
