@@ -235,8 +235,9 @@ impl Peers {
     /// `formation.invalid`. For `http://<callee>.formation.invalid/<path>?<query>`:
     /// waits for the door URL, checks the real URL against
     /// `capabilities.network.allow`, removes any `Authorization`,
-    /// `x-murmur-task-origin` and `x-murmur-task-trust` the component set, attaches
-    /// the callee's token and `trust`, and returns the real URL. Any other name under
+    /// `x-murmur-task-origin`, `x-murmur-task-trust`, `traceparent` and `tracestate`
+    /// the component set, attaches the callee's token, `trust` and `span` (the task's,
+    /// as `traceparent`), and returns the real URL. Any other name under
     /// `formation.invalid` (a member it may not call, no member, the bare domain, an
     /// https URL, an explicit port) gets the one refusal, before any connection.
     pub async fn route(
@@ -244,6 +245,7 @@ impl Peers {
         url: &str,
         headers: &mut HeaderMap,
         trust: Trust,
+        span: Option<crate::trace::context::SpanContext>,
     ) -> Result<Routed, CallError> {
         let Ok(parsed) = Url::parse(url) else {
             return Ok(Routed::Direct);
@@ -263,6 +265,8 @@ impl Peers {
         headers.remove(AUTHORIZATION);
         headers.remove(ORIGIN_HEADER);
         headers.remove(TRUST_HEADER);
+        headers.remove(crate::trace::context::TRACEPARENT);
+        headers.remove(crate::trace::context::TRACESTATE);
         let token = self
             .token(member)
             .ok_or_else(|| self.not_callable(member))?;
@@ -272,6 +276,9 @@ impl Peers {
         headers.insert(AUTHORIZATION, auth);
         headers.insert(ORIGIN_HEADER, HeaderValue::from_static(super::ORIGIN_PEER));
         headers.insert(TRUST_HEADER, HeaderValue::from_static(trust.as_str()));
+        if let Some(value) = span.and_then(|s| HeaderValue::from_str(&s.traceparent()).ok()) {
+            headers.insert(crate::trace::context::TRACEPARENT, value);
+        }
         Ok(Routed::Peer {
             member: member.to_string(),
             url: real,

@@ -270,6 +270,9 @@ pub struct Work {
     /// The task's trust class: from its caller, and for a peer task the class its
     /// caller stamped (`trust::Trust::of`).
     pub trust: trust::Trust,
+    /// The task's span: in its caller's trace when the caller holds the operator or a
+    /// formation token (`trust::task_span`).
+    pub span: crate::trace::context::TaskSpan,
     /// Fires when the task is cancelled; also `handle.cancellation()`.
     pub cancel: CancellationToken,
     pub handle: TaskHandle,

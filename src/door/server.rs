@@ -350,7 +350,8 @@ async fn rpc(
         return rpc_error(call.id, RpcError::version_not_supported(&shown));
     }
     let trust = super::trust::Trust::of(&credential, super::trust::Trust::stamped(&headers));
-    methods::dispatch(s, credential, trust, call).await
+    let span = super::trust::task_span(&credential, &headers);
+    methods::dispatch(s, credential, (trust, span), call).await
 }
 
 async fn read_body(limits: &Limits, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {

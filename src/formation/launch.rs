@@ -609,7 +609,12 @@ fn entry_lifecycle(task: Option<&str>) -> Vec<String> {
         ],
     };
     let mut args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
-    args.extend(task.map(String::from));
+    if let Some(task) = task {
+        // The launcher opens the formation task's trace: its root span is the entry
+        // task's parent (docs/trace.md, Trace context).
+        let root = crate::trace::context::SpanContext::root();
+        args.extend([task.into(), "--trace-parent".into(), root.traceparent()]);
+    }
     args
 }
 

@@ -64,8 +64,9 @@ pub(super) struct Watch {
     pub(super) lifeline: Option<std::os::fd::OwnedFd>,
     /// The operator's murmur.StopSession.
     pub(super) on_stop: tokio::sync::mpsc::UnboundedReceiver<()>,
-    /// `--task`.
+    /// `--task`, and `--trace-parent`: the span that asked for it.
     pub(super) task_text: Option<String>,
+    pub(super) task_parent: Option<crate::trace::context::SpanContext>,
     pub(super) signals: Signals,
 }
 
@@ -78,13 +79,14 @@ impl Live {
             lifeline,
             mut on_stop,
             task_text,
+            task_parent,
             mut signals,
         } = watch;
         let mut lifeline = lifeline.map(|fd| Box::pin(crate::lifeline::closed(fd)));
         let mut running: Option<JoinHandle<RecordedState>> = None;
         let mut idle_since = Instant::now();
         if let Some(text) = task_text {
-            match self.submit(text) {
+            match self.submit(text, task_parent) {
                 Ok(work) => {
                     self.first_task = Some(work.task_id.clone());
                     running = Some(tokio::spawn(task::run(self.env.clone(), work)));
@@ -141,7 +143,11 @@ impl Live {
     }
 
     /// The `--task` task: a task on the door, started by the operator.
-    fn submit(&self, text: String) -> std::result::Result<Work, a2a::RpcError> {
+    fn submit(
+        &self,
+        text: String,
+        parent: Option<crate::trace::context::SpanContext>,
+    ) -> std::result::Result<Work, a2a::RpcError> {
         let message = Message::text(Role::User, text);
         let created = self
             .door
@@ -156,6 +162,7 @@ impl Live {
             message,
             caller: Credential::Operator,
             trust: door::trust::Trust::Trusted,
+            span: crate::trace::context::TaskSpan::inbound(parent, true),
             cancel: created.handle.cancellation().clone(),
             handle: created.handle,
         })

@@ -44,7 +44,7 @@ pub struct TraceArgs {
 pub enum TraceCommand {
     /// Print a session's trace, readable; for a formation id, every member's session.
     #[command(
-        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --json | jq -c 'select(.type == \"tool_call\")'"
+        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 --html -o timeline.html\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --json | jq -c 'select(.type == \"tool_call\")'"
     )]
     Show {
         /// A session id (`ses_…`) or a formation id (`frm_…`), or a prefix of one
@@ -56,8 +56,27 @@ pub enum TraceCommand {
         json: bool,
         /// Keep printing records as they are written, to the session's session_end
         /// (for a formation, every member's at once, each line behind `[member] `).
-        #[arg(long, short)]
+        #[arg(long, short, conflicts_with = "html")]
         follow: bool,
+        /// A timeline instead: one self-contained HTML page, a lane per member
+        /// (docs/trace.md, The timeline).
+        #[arg(long, conflicts_with = "json")]
+        html: bool,
+        /// With --html: write the page to this file (replaced whole) instead of stdout.
+        #[arg(short, long, value_name = "FILE", requires = "html")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Write a session's or a formation's trace as OpenTelemetry spans: OTLP/JSON, one
+    /// `TracesData` a line (docs/trace.md, OpenTelemetry export).
+    #[command(
+        after_help = "Examples:\n  mur trace export frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 -o traces.jsonl\n  mur trace export ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 | curl -H 'Content-Type: application/json' --data-binary @- http://127.0.0.1:4318/v1/traces"
+    )]
+    Export {
+        /// A session id (`ses_…`) or a formation id (`frm_…`).
+        id: String,
+        /// Write to this file (replaced whole) instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
 }
 
@@ -404,11 +423,72 @@ fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> 
 
 /// `mur trace show`.
 pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
-    let TraceCommand::Show {
-        id: typed,
-        json,
-        follow,
-    } = &args.command;
+    match &args.command {
+        TraceCommand::Show {
+            id,
+            html: true,
+            output,
+            ..
+        } => timeline(id, output.as_deref()),
+        TraceCommand::Show {
+            id, json, follow, ..
+        } => show(id, *json, *follow),
+        TraceCommand::Export { id, output } => export(id, output.as_deref()),
+    }
+}
+
+/// The export's spans of every session `id` names.
+fn spans_of(typed: &str) -> Result<Vec<trace::otlp::TracesData>> {
+    let (id, sessions) = sessions_of(typed)?;
+    let mut traces = Vec::with_capacity(sessions.len());
+    for r in &sessions {
+        traces.push(trace::read(&r.trace_path())?.records);
+    }
+    let members: Vec<trace::export::Session<'_>> = traces
+        .iter()
+        .map(|records| trace::export::Session { records })
+        .collect();
+    let frm = id.starts_with("frm_").then_some(id.as_str());
+    Ok(trace::export::export(&members, frm))
+}
+
+/// `text` to stdout, or to `output` replaced whole through a rename (a symlink at
+/// that name is replaced, never followed).
+fn deliver(text: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    match output {
+        None => {
+            output::stdout_text(text);
+        }
+        Some(path) => crate::fsutil::write_atomic(
+            path,
+            text.as_bytes(),
+            0o644,
+            crate::fsutil::Durability::File,
+        )
+        .map_err(|e| crate::fsutil::write_failed(crate::catalogue::E_REC_001, path, &e))?,
+    }
+    Ok(0)
+}
+
+/// `mur trace show --html`: the timeline page (`trace::html`).
+fn timeline(id: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    let traces = spans_of(id)?;
+    deliver(&trace::html::page(id, &traces), output)
+}
+
+/// `mur trace export`: every session's records, transformed (`trace::export`).
+fn export(id: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    let mut text = String::new();
+    for data in spans_of(id)? {
+        text.push_str(&serde_json::to_string(&data).unwrap_or_default());
+        text.push('\n');
+    }
+    deliver(&text, output)
+}
+
+/// The sessions `typed` names (a whole id or a unique prefix, `session::pick`): one
+/// session, or every member session of a formation; with the id it named.
+fn sessions_of(typed: &str) -> Result<(String, Vec<Records>)> {
     let root = paths::records_root();
     let formations = paths::formations_dir();
     let all: Vec<(Records, Option<Start>)> = records::find_sessions(&root)
@@ -423,14 +503,14 @@ pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
         std::iter::once(r.session_id.as_str())
             .chain(s.as_ref().and_then(|s| s.formation_id.as_deref()))
     });
-    let id = &super::pick::pick(typed, known)?.unwrap_or_else(|| typed.clone());
+    let id = super::pick::pick(typed, known)?.unwrap_or_else(|| typed.to_string());
     let sessions: Vec<Records> = all
         .into_iter()
         .filter(|(r, s)| {
             if id.starts_with("frm_") {
                 s.as_ref().and_then(|s| s.formation_id.as_deref()) == Some(id.as_str())
             } else {
-                r.session_id == *id
+                r.session_id == id
             }
         })
         .map(|(r, _)| r)
@@ -444,6 +524,12 @@ pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
             ),
         ));
     }
+    Ok((id, sessions))
+}
+
+fn show(typed: &str, json: bool, follow: bool) -> Result<i32> {
+    let (id, sessions) = sessions_of(typed)?;
+    let (json, follow) = (&json, &follow);
     let many = sessions.len() > 1;
     if *follow {
         let followed = sessions

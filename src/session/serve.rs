@@ -302,6 +302,7 @@ impl Stage<'_> {
                 lifeline,
                 on_stop,
                 task_text: self.task_text.take(),
+                task_parent: self.args.trace_parent,
                 signals: self
                     .signals
                     .take()

@@ -117,6 +117,13 @@ async fn the_entry_member_s_end_ends_the_formation() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
+    // The launcher's root span of the formation task (docs/trace.md, Trace context).
+    let (argv, traced) = argv.split_at(argv.len() - 2);
+    assert_eq!(traced[0], "--trace-parent");
+    assert!(
+        mur::trace::context::SpanContext::parse(traced[1]).is_some(),
+        "{traced:?}"
+    );
     assert_eq!(
         argv,
         [

@@ -51,3 +51,4 @@ mod run_formation;
 mod run_session;
 mod shell;
 mod store_cli;
+mod trace_export;
