@@ -33,6 +33,7 @@ pub mod env;
 pub(crate) mod explain;
 pub mod formation;
 pub(crate) mod fsutil;
+pub mod grant;
 pub(crate) mod host;
 pub(crate) mod ids;
 pub mod lifeline;
