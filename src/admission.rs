@@ -139,7 +139,7 @@ pub fn admit_report(roster_path: &Path) -> Result<Admitted, Refusal> {
     doors_authenticate(&roster, &bound, &edges)?;
     let mut warnings = crowded(&roster, &bound, &edges);
     for (installed, manifest) in &bound {
-        warnings.extend(crate::grant::credential_warnings(manifest, &installed.path));
+        warnings.extend(manifest.credential_warnings(&installed.path));
     }
     Ok(Admitted::new(roster, project_dir, bound, &edges, warnings))
 }

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use crate::catalogue::W_MAN_001;
 use crate::diag::Diagnostic;
 use crate::env;
-use crate::manifest::{self, Manifest};
 
 /// What runs with the environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,20 +57,6 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    pub fn of(m: &Manifest) -> Credentials {
-        let api_key = match &m.agent.transport {
-            manifest::Transport::Http(h) => h.api_key_env.clone(),
-            _ => None,
-        };
-        let door = m
-            .network
-            .authentication
-            .as_ref()
-            .map(|a| a.bearer_env.clone())
-            .unwrap_or_default();
-        Credentials { api_key, door }
-    }
-
     fn names(&self) -> impl Iterator<Item = &str> {
         self.api_key.iter().chain(&self.door).map(String::as_str)
     }
@@ -176,19 +161,18 @@ pub fn mur_vars() -> Vec<(String, String)> {
         .collect()
 }
 
-/// W-MAN-010 for each credential that `capabilities.env.allow` or
-/// `capabilities.shell.baseline_env` names: it is never passed, which the capsule's
-/// author should know (at `mur pack` and at admission).
-pub fn credential_warnings(m: &Manifest, file: &Path) -> Vec<Diagnostic> {
-    let credentials = Credentials::of(m);
-    let shell = m.capabilities.shell.as_ref().map(|s| &s.baseline_env);
-    let lists = [
-        ("capabilities.env.allow", Some(&m.capabilities.env.allow)),
-        ("capabilities.shell.baseline_env", shell),
-    ];
+/// W-MAN-001 for each of `credentials` that one of `lists` (`capabilities.env.allow`,
+/// `capabilities.shell.baseline_env`: its key and names) names: it is never passed,
+/// which capsule `capsule`'s author should know (at `mur pack` and at admission).
+pub fn credential_warnings(
+    capsule: &str,
+    credentials: &Credentials,
+    lists: &[(&str, &[String])],
+    file: &Path,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (list, names) in lists {
-        for name in names.into_iter().flatten() {
+        for name in names.iter() {
             let (what, reaches) = if credentials.door.contains(name) {
                 ("network.authentication.bearer_env", "no child")
             } else if credentials.api_key.as_ref() == Some(name) {
@@ -203,8 +187,7 @@ pub fn credential_warnings(m: &Manifest, file: &Path) -> Vec<Diagnostic> {
                 Diagnostic::new(
                     W_MAN_001,
                     format!(
-                        "{}: {list} names {name}, which {what} also names: a credential reaches {reaches}, so {name} is not passed",
-                        m.name
+                        "{capsule}: {list} names {name}, which {what} also names: a credential reaches {reaches}, so {name} is not passed"
                     ),
                 )
                 .in_file(file),

@@ -60,7 +60,7 @@ impl Packed {
 pub fn run(args: &PackArgs) -> Result<i32> {
     let packed = pack_dir(&args.dir)?;
     let manifest_path = args.dir.join(manifest::FILE_NAME);
-    for w in crate::grant::credential_warnings(&packed.manifest, &manifest_path) {
+    for w in packed.manifest.credential_warnings(&manifest_path) {
         output::stderr_line(&w);
     }
     let out_dir = args.out.clone().unwrap_or_else(|| PathBuf::from("."));

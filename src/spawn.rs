@@ -243,7 +243,8 @@ impl Spawn {
     /// all its members before it waits for the first ([`Starting::started`]), so each
     /// runs up to its program while the next is cloned.
     pub fn start(&self, cgroup: Option<BorrowedFd<'_>>) -> io::Result<Starting> {
-        self.start_with(cgroup, crate::testing::spawn_via().unwrap_or(Via::NATIVE))
+        let via = crate::testing::spawn_via().and_then(Via::parse);
+        self.start_with(cgroup, via.unwrap_or(Via::NATIVE))
     }
 
     /// [`Self::start`], cloning `via` (by `clone` once `clone3` answered ENOSYS).

@@ -35,11 +35,13 @@ pub(crate) fn member_program() -> Option<PathBuf> {
     std::env::var_os(MEMBER_PROGRAM_ENV).map(PathBuf::from)
 }
 
-/// `MUR_TEST_SPAWN_VIA`, when it names a way to clone (`spawn::Via::parse`): the
-/// fork-like paths aarch64 and a seccomp-filtered container take, on x86_64.
-pub(crate) fn spawn_via() -> Option<crate::spawn::Via> {
-    static VIA: OnceLock<Option<crate::spawn::Via>> = OnceLock::new();
-    *VIA.get_or_init(|| crate::spawn::Via::parse(&std::env::var(SPAWN_VIA_ENV).ok()?))
+/// `MUR_TEST_SPAWN_VIA`, when set: how `spawn` clones every child (`Via::parse` reads
+/// it), so x86_64 takes the fork-like paths aarch64 and a seccomp-filtered container
+/// take.
+pub(crate) fn spawn_via() -> Option<&'static str> {
+    static VIA: OnceLock<Option<String>> = OnceLock::new();
+    VIA.get_or_init(|| std::env::var(SPAWN_VIA_ENV).ok())
+        .as_deref()
 }
 
 /// `MUR_TEST_LAUNCHER_BALLOON`: called by the launcher once its entry member has

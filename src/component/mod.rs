@@ -66,7 +66,7 @@ impl Grants {
         let env = crate::grant::env(
             crate::grant::Executor::Component,
             &m.capabilities.env.allow,
-            &crate::grant::Credentials::of(m),
+            &m.credentials(),
             None,
             &crate::grant::mur_vars(),
         );

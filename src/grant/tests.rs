@@ -129,17 +129,22 @@ fn the_harness_has_a_path_even_when_mur_has_none() {
 
 #[test]
 fn a_credential_listed_as_passed_is_warned_about_with_the_reason() {
-    let yaml = "name: leaky\nversion: 0.1.0\ndescription: d\n\
-        agent:\n  transport: http\n  base_url: http://127.0.0.1:1/v1\n  model: m\n  api_key_env: API_KEY\n\
-        network:\n  authentication:\n    bearer_env: [DOOR_TOKEN]\n\
-        capabilities:\n  env:\n    allow: [API_KEY, FINE]\n  shell:\n    baseline_env: [DOOR_TOKEN, PATH]\n";
-    let m = crate::manifest::parse(yaml, Path::new("murmur.yaml")).unwrap();
-    let w = credential_warnings(&m, Path::new("murmur.yaml"));
+    let credentials = Credentials {
+        api_key: Some("API_KEY".into()),
+        door: vec!["DOOR_TOKEN".into()],
+    };
+    let allow = ["API_KEY", "FINE"].map(String::from);
+    let baseline = ["DOOR_TOKEN", "PATH"].map(String::from);
+    let lists = [
+        ("capabilities.env.allow", &allow[..]),
+        ("capabilities.shell.baseline_env", &baseline[..]),
+    ];
+    let w = credential_warnings("leaky", &credentials, &lists, Path::new("murmur.yaml"));
     assert_eq!(w.len(), 2, "{w:?}");
     assert!(w.iter().all(|d| d.code == W_MAN_001));
     assert!(
         w[0].message
-            .contains("capabilities.env.allow names API_KEY")
+            .starts_with("leaky: capabilities.env.allow names API_KEY")
             && w[0].message.contains("agent.api_key_env"),
         "{}",
         w[0].message

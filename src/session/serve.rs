@@ -207,7 +207,7 @@ impl Stage<'_> {
                 env: crate::grant::env(
                     crate::grant::Executor::Shell,
                     &sh.baseline_env,
-                    &crate::grant::Credentials::of(&self.capsule.manifest),
+                    &self.capsule.manifest.credentials(),
                     Some(&session_folders(&records, &self.workdir)),
                     &crate::grant::mur_vars(),
                 ),
@@ -228,7 +228,7 @@ impl Stage<'_> {
                 env: crate::grant::env(
                     crate::grant::Executor::Delegate,
                     &[],
-                    &crate::grant::Credentials::of(&self.capsule.manifest),
+                    &self.capsule.manifest.credentials(),
                     None,
                     &crate::grant::mur_vars(),
                 ),
@@ -425,7 +425,7 @@ impl Stage<'_> {
         let env = crate::grant::env(
             crate::grant::Executor::Harness,
             &m.capabilities.env.allow,
-            &crate::grant::Credentials::of(m),
+            &m.credentials(),
             Some(&session_folders(records, &self.workdir)),
             &crate::grant::mur_vars(),
         );
