@@ -291,7 +291,8 @@ impl Transport for ProcessTransport {
 
 impl Drop for ProcessTransport {
     /// A transport dropped without `shutdown` (its task's future was dropped) still
-    /// leaves nothing running; tokio reaps the process in the background.
+    /// leaves nothing running; once its pid is no longer owned, the session's stray
+    /// reaper reaps it.
     fn drop(&mut self) {
         if let Some(pgid) = self.harness.as_ref().and_then(|h| h.pgid) {
             let _ = killpg(pgid, Signal::SIGKILL);
