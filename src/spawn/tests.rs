@@ -267,3 +267,23 @@ fn the_test_setting_names_the_fork_like_paths() {
         assert_eq!(Via::parse(off), None, "{off}");
     }
 }
+
+#[test]
+fn a_program_is_found_as_a_shell_finds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path();
+    // A name with a `/` is taken from the folder, found or not.
+    assert_eq!(
+        find_program("./harness", here, "/bin"),
+        Some(here.join("harness"))
+    );
+    // A bare name: the first executable of that name along the path.
+    assert_eq!(
+        find_program("sh", here, "/nonexistent:/bin:/usr/bin"),
+        Some(std::path::PathBuf::from("/bin/sh"))
+    );
+    std::fs::write(here.join("not-executable"), "").unwrap();
+    assert_eq!(find_program("not-executable", here, "."), None);
+    assert_eq!(find_program("no-such-program", here, "/bin"), None);
+    assert_eq!(find_program("", here, "/bin"), None);
+}
