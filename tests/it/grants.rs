@@ -1,8 +1,8 @@
 //! The one grant rule (docs/grants.md) where a capsule's author meets it: a manifest
 //! that lists one of its own credentials as passed to an executor is warned about
-//! (W-MAN-001) at `mur pack` and at admission. What each executor gets is the table
-//! test in src/grant/tests.rs; the shell's and the harness's, through real sessions,
-//! are in tests/it/shell.rs and src/agent/process/tests.rs.
+//! (W-MAN-001) at `mur pack` and at admission, and a real session's harness never gets
+//! it. What each executor gets is the table test in src/grant/tests.rs; the shell's,
+//! through a real session, is in tests/it/shell.rs.
 
 use std::path::Path;
 
@@ -83,4 +83,37 @@ fn admission_warns_of_a_credential_listed_as_passed() {
         .map(|w| w["code"].as_str().unwrap())
         .collect();
     assert_eq!(codes, ["W-MAN-001", "W-MAN-001"], "{json:#}");
+}
+
+/// Through a real session: the harness gets neither the door's credential nor a proxy
+/// variable, though env.allow names both, and gets what else it names.
+#[test]
+fn a_harness_gets_no_credential_and_no_proxy_whatever_env_allow_says() {
+    let w = World::new();
+    let dump = w.path("harness.env");
+    w.install(
+        "leaky",
+        "network:\n  authentication:\n    bearer_env: [DOOR_TOKEN]\ncapabilities:\n  env:\n    allow: [DOOR_TOKEN, HTTPS_PROXY, FINE]\n",
+        Some(&format!(
+            "IFS= read -r task\nenv > '{}'\necho '{{\"type\":\"message\",\"text\":\"done\"}}'\n",
+            dump.display()
+        )),
+    );
+    let out = w
+        .run("leaky")
+        .args(["--task", "go"])
+        .env("DOOR_TOKEN", "d00r-s3cr3t")
+        .env("HTTPS_PROXY", "http://proxy.invalid")
+        .env("FINE", "passed")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let env = std::fs::read_to_string(&dump).unwrap();
+    assert!(env.lines().any(|l| l == "FINE=passed"), "{env}");
+    assert!(!env.contains("d00r-s3cr3t"), "{env}");
+    assert!(!env.contains("proxy.invalid"), "{env}");
 }
