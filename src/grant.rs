@@ -77,6 +77,10 @@ pub struct Session {
 /// Why a name of mur's environment does not pass to `executor`; `None`: it passes
 /// when the executor's list names it (for a delegate: always).
 pub fn withheld(executor: Executor, name: &str, credentials: &Credentials) -> Option<&'static str> {
+    // The user's own setting of mur, which a delegated child is too.
+    if executor == Executor::Delegate && name == env::MURMUR_ALLOW_ROOT {
+        return None;
+    }
     if name.starts_with(env::RESERVED_PREFIX) {
         return Some("MURMUR_* variables are the runtime's");
     }

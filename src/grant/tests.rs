@@ -13,6 +13,7 @@ const NAMES: &[&str] = &[
     "MURMUR_SESSION_ID",
     "MURMUR_FORMATION_ID",
     "MURMUR_X",
+    "MURMUR_ALLOW_ROOT",
     "ALLOWED",
     "UNLISTED",
     "API_KEY",
@@ -70,6 +71,8 @@ fn seen(executor: Executor, name: &str) -> Option<String> {
 #[case::shell_murmur_other(Shell, "MURMUR_X", None)]
 #[case::delegate_murmur_formation(Delegate, "MURMUR_FORMATION_ID", None)]
 #[case::delegate_murmur_other(Delegate, "MURMUR_X", None)]
+#[case::delegate_allow_root(Delegate, "MURMUR_ALLOW_ROOT", Some("mur:MURMUR_ALLOW_ROOT"))]
+#[case::harness_allow_root(Harness, "MURMUR_ALLOW_ROOT", None)]
 // HOME and TMPDIR: the session's for its native executors; mur's for mur itself.
 #[case::component_home(Component, "HOME", None)]
 #[case::component_tmpdir(Component, "TMPDIR", None)]
