@@ -9,6 +9,8 @@
     clippy::print_stdout,
     clippy::print_stderr
 )]
+// It points HOME at a temporary folder with `set_var` before any thread starts.
+#![allow(unsafe_code, reason = "std::env::set_var is unsafe in edition 2024")]
 
 use std::hint::black_box;
 use std::path::Path;
@@ -30,7 +32,7 @@ const MEMBERS: usize = 64;
 fn main() {
     let home = tempfile::tempdir().expect("temp HOME");
     let project = tempfile::tempdir().expect("temp project");
-    // Single-threaded here, before anything reads the environment.
+    // SAFETY: single-threaded here, before anything reads the environment.
     unsafe { std::env::set_var("HOME", home.path()) };
 
     let mut folders = Vec::with_capacity(MEMBERS);

@@ -101,11 +101,11 @@ async fn echo(mut work: WorkReceiver) {
 
 /// This process's user + system CPU time.
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    use nix::sys::resource::{UsageWho, getrusage};
+    use nix::sys::time::TimeValLike;
+    let usage = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage of this process");
+    let tv = |t: nix::sys::time::TimeVal| Duration::from_micros(t.num_microseconds() as u64);
+    tv(usage.user_time()) + tv(usage.system_time())
 }
 
 /// Requests per second, and CPU microseconds per request (client and door together).

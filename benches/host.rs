@@ -15,6 +15,8 @@
     clippy::print_stdout,
     clippy::print_stderr
 )]
+// It points HOME at a temporary folder with `set_var` before any thread starts.
+#![allow(unsafe_code, reason = "std::env::set_var is unsafe in edition 2024")]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -112,6 +114,7 @@ async fn delegations(root: &Path, proj: &Path, iters: usize) -> Vec<Duration> {
         formation_id: None,
         logs,
         tmp,
+        env: mur::grant::mur_vars(),
     });
     let cancel = CancellationToken::new();
     let mut samples = Vec::with_capacity(iters);

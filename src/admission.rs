@@ -137,7 +137,10 @@ pub fn admit_report(roster_path: &Path) -> Result<Admitted, Refusal> {
     callees_serve_peers(&roster, &bound, &accepts)?;
     let edges = edges(&roster, &accepts);
     doors_authenticate(&roster, &bound, &edges)?;
-    let warnings = crowded(&roster, &bound, &edges);
+    let mut warnings = crowded(&roster, &bound, &edges);
+    for (installed, manifest) in &bound {
+        warnings.extend(manifest.credential_warnings(&installed.path));
+    }
     Ok(Admitted::new(roster, project_dir, bound, &edges, warnings))
 }
 

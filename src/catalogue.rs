@@ -105,6 +105,9 @@ catalogue! {
     E_MAN_010 = "E-MAN-010", "Listed twice",
         "Two `tools` share a name, two `skills` an id, or two `artifacts` name the same artifact.",
         "Give each tool its own name and each skill its own id; list each artifact once.";
+    W_MAN_001 = "W-MAN-001", "Credential listed as passed",
+        "`capabilities.env.allow` or `capabilities.shell.baseline_env` names a variable that `agent.api_key_env` or `network.authentication.bearer_env` also names. A credential reaches no component, harness or shell command (and the door's no delegated child either), whatever those lists say, so the name is not passed (docs/grants.md).",
+        "Remove the name from `capabilities.env.allow` and `capabilities.shell.baseline_env`; give the executor a credential of its own under another name if it needs one.";
 
     // ---- E-NEW: mur new, scaffolding -----------------------------------------
     E_NEW_001 = "E-NEW-001", "Bad name for mur new",

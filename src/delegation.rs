@@ -68,6 +68,9 @@ pub struct DelegationConfig {
     /// The session's records `logs/` (each child's stderr) and `tmp/` (each task file).
     pub logs: PathBuf,
     pub tmp: PathBuf,
+    /// The child's environment before mur sets its `MURMUR_*` variables (`grant::env`
+    /// for a delegate: no `MURMUR_*` and none of the door's credentials).
+    pub env: Vec<(String, String)>,
 }
 
 impl DelegationConfig {
@@ -228,10 +231,8 @@ impl Delegations {
             .args(crate::output::verbosity_args())
             .current_dir(&c.project_dir)
             // Nothing of the formation but its id.
-            .env_remove(crate::env::MURMUR_FORMATION_ID)
-            .env_remove(crate::env::MURMUR_FORMATION_CHANNEL)
-            .env_remove(crate::env::MURMUR_FORMATION_LIFELINE)
-            .env_remove(crate::env::MURMUR_FORMATION_PEERS)
+            .env_clear()
+            .envs(c.env.iter().map(|(k, v)| (k, v)))
             .env(SPAWNER_ENV, SPAWNER_FD.to_string())
             // This session (or its launcher) already printed the host warnings.
             .env(crate::env::MURMUR_HOST_WARNINGS_REPORTED, "1")

@@ -303,6 +303,18 @@ fn strays() -> Vec<Proc> {
         .collect()
 }
 
+/// SIGKILL to every live stray that started at or after `start` (a field 22 of
+/// /proc/<pid>/stat) and to everything below it: what a child subreaper that exited
+/// (a process harness) left, reparented to this process. Returns how many it signalled.
+pub fn sweep_strays_since(start: u64) -> usize {
+    let spared = spared();
+    strays()
+        .into_iter()
+        .filter(|p| !p.is_zombie() && p.start >= start && !spared.contains(&p.pid))
+        .map(|p| sweep(p.pid, true))
+        .sum()
+}
+
 /// When each live stray was first seen (by pid and start time).
 static SEEN: Mutex<BTreeMap<(u32, u64), Instant>> = Mutex::new(BTreeMap::new());
 

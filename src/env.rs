@@ -14,7 +14,7 @@ pub enum Use {
     Reads,
     /// The launcher sets it for each member it starts.
     Member,
-    /// A session sets it for its harness (`agent::harness_env`).
+    /// A session sets it for its harness (`grant::env`, docs/grants.md).
     Harness,
     /// A test setting (docs/testing.md): off unless set.
     Test,
@@ -85,6 +85,8 @@ vars! {
     MUR_TEST_LAUNCHER_BALLOON: Test;
     /// The program the launcher starts for every member instead of `mur` itself.
     MUR_TEST_MEMBER_PROGRAM: Test;
+    /// How every child is cloned: `fork-clone3` (the path aarch64 takes) or `clone` (where `clone3` is refused) instead of this machine's own.
+    MUR_TEST_SPAWN_VIA: Test;
     /// Set, the docs tests rewrite the generated docs (docs/errors.md, docs/environment.md) instead of comparing.
     MUR_UPDATE_DOCS: Suite;
 }

@@ -35,6 +35,7 @@ pub(crate) mod explain;
 pub mod fence;
 pub mod formation;
 pub(crate) mod fsutil;
+pub mod grant;
 pub(crate) mod host;
 pub(crate) mod ids;
 pub mod lifeline;

@@ -59,6 +59,10 @@ impl Packed {
 
 pub fn run(args: &PackArgs) -> Result<i32> {
     let packed = pack_dir(&args.dir)?;
+    let manifest_path = args.dir.join(manifest::FILE_NAME);
+    for w in packed.manifest.credential_warnings(&manifest_path) {
+        output::stderr_line(&w);
+    }
     let out_dir = args.out.clone().unwrap_or_else(|| PathBuf::from("."));
     let path = out_dir.join(packed.file_name());
     let fault = |e: &dyn std::fmt::Display| {

@@ -2,6 +2,11 @@
 //! tell a live pid from a reused one), and the descriptors this process inherited
 //! from its launcher (a member's lifeline and channel).
 
+#![allow(
+    unsafe_code,
+    reason = "taking ownership of a descriptor inherited by number"
+)]
+
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use nix::fcntl::{FcntlArg, FdFlag, fcntl};
@@ -55,13 +60,10 @@ pub fn take_fd(var: &'static str, value: &str) -> Result<(OwnedFd, FdKind), Inhe
             var,
             value: value.to_string(),
         })?;
-    // SAFETY: fcntl(F_GETFD) on an arbitrary number only queries; it fails with EBADF
-    // when nothing is open there.
-    let flags = fcntl(
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
-        FcntlArg::F_GETFD,
-    )
-    .map_err(|_| InheritError::NotOpen { var, fd })?;
+    // SAFETY: borrowed only for fcntl(F_GETFD), which on an arbitrary number only
+    // queries; it fails with EBADF when nothing is open there.
+    let probe = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let flags = fcntl(probe, FcntlArg::F_GETFD).map_err(|_| InheritError::NotOpen { var, fd })?;
     // SAFETY: the descriptor is open and was handed to this process to own; nothing
     // else in mur refers to it by number.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };

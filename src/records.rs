@@ -23,7 +23,7 @@ pub(crate) const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
 
 /// A session's records directory.
 #[derive(Debug, Clone)]
-pub struct Records {
+pub(crate) struct Records {
     pub dir: PathBuf,
     pub session_id: String,
     /// out/result.txt and its spare, kept open once written (shared by clones).
@@ -39,7 +39,7 @@ impl Eq for Records {}
 
 /// Who the session is, for MURMUR.md's Identity section.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     pub session_id: String,
     /// `<scope>/<name>`, or the bare name of a capsule run from its folder.
     pub capsule: String,
@@ -51,6 +51,7 @@ pub struct Identity {
 
 /// The records directory of session `session_id` run in `workdir` (absolute; symlinks
 /// are resolved when it exists).
+#[cfg(test)]
 pub(crate) fn dir_for(workdir: &Path, session_id: &str) -> PathBuf {
     paths::records_root()
         .join(paths::strip_root(&absolute(workdir)))
@@ -65,15 +66,10 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 impl Records {
-    /// Makes the records directory of a new session in `workdir`, owner-only (0700),
-    /// with out/, home/, tmp/ and logs/. Refuses a directory already there; leaves
-    /// nothing behind when it fails.
-    pub fn create(workdir: &Path, session_id: &str) -> Result<Records> {
-        Self::create_at(dir_for(workdir, session_id), session_id)
-    }
-
-    /// As [`Records::create`], at a given directory.
-    pub fn create_at(dir: PathBuf, session_id: &str) -> Result<Records> {
+    /// Makes the records directory of a new session at `dir`, owner-only (0700), with
+    /// out/, home/, tmp/ and logs/. Refuses a directory already there; leaves nothing
+    /// behind when it fails.
+    pub(crate) fn create_at(dir: PathBuf, session_id: &str) -> Result<Records> {
         let fail = |what: &str, path: &Path, e: std::io::Error| {
             Diagnostic::new(
                 catalogue::E_REC_001,
@@ -115,7 +111,7 @@ impl Records {
     }
 
     /// An existing records directory (`mur trace show`, `mur run --resume`).
-    pub fn open(dir: PathBuf) -> Records {
+    pub(crate) fn open(dir: PathBuf) -> Records {
         let session_id = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -127,30 +123,30 @@ impl Records {
         }
     }
 
-    pub fn trace_path(&self) -> PathBuf {
+    pub(crate) fn trace_path(&self) -> PathBuf {
         self.dir.join(crate::trace::FILE_NAME)
     }
-    pub fn out_dir(&self) -> PathBuf {
+    pub(crate) fn out_dir(&self) -> PathBuf {
         self.dir.join("out")
     }
-    pub fn result_path(&self) -> PathBuf {
+    pub(crate) fn result_path(&self) -> PathBuf {
         self.out_dir().join("result.txt")
     }
-    pub fn home_dir(&self) -> PathBuf {
+    pub(crate) fn home_dir(&self) -> PathBuf {
         self.dir.join("home")
     }
-    pub fn tmp_dir(&self) -> PathBuf {
+    pub(crate) fn tmp_dir(&self) -> PathBuf {
         self.dir.join("tmp")
     }
-    pub fn logs_dir(&self) -> PathBuf {
+    pub(crate) fn logs_dir(&self) -> PathBuf {
         self.dir.join("logs")
     }
-    pub fn murmur_md_path(&self) -> PathBuf {
+    pub(crate) fn murmur_md_path(&self) -> PathBuf {
         self.dir.join("MURMUR.md")
     }
 
     /// Writes MURMUR.md (see [`murmur_md`]) and returns its text.
-    pub fn write_murmur_md(&self, identity: &Identity, workdir: &Path) -> Result<String> {
+    pub(crate) fn write_murmur_md(&self, identity: &Identity, workdir: &Path) -> Result<String> {
         let text = murmur_md(identity, workdir, self);
         let path = self.murmur_md_path();
         // Synced by the flusher's first round (`flusher`), off the start-up path.
@@ -164,7 +160,7 @@ impl Records {
     /// under out/files/ (each synced). `cancel_reason` is used for
     /// [`Outcome::Canceled`]. out/result.txt itself is not synced here: the session's
     /// [`Flusher`] (from [`Records::flusher`]) does that off the task's path.
-    pub fn write_result(&self, outcome: &Outcome, cancel_reason: &str) -> Result<()> {
+    pub(crate) fn write_result(&self, outcome: &Outcome, cancel_reason: &str) -> Result<()> {
         let mut saved = Vec::new();
         if let Outcome::Completed { artifacts, .. } = outcome {
             saved = self.save_files(artifacts)?;
@@ -183,7 +179,7 @@ impl Records {
     }
 
     /// The thread that makes the trace, out/result.txt and MURMUR.md durable.
-    pub fn flusher(&self) -> std::io::Result<Flusher> {
+    pub(crate) fn flusher(&self) -> std::io::Result<Flusher> {
         let flusher = Flusher::start(vec![
             self.trace_path(),
             self.result_path(),

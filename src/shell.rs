@@ -1,15 +1,16 @@
 //! The `shell` tool, offered when the manifest has `capabilities.shell`: `sh -c` in
-//! the session's work folder, with an environment of exactly the names in
-//! `capabilities.shell.baseline_env` plus HOME and TMPDIR (the session's home/ and
-//! tmp/). The shell is no sandbox: a command runs with mur's own privileges. docs/shell.md.
+//! the session's work folder, with the environment `grant::env` gives a shell command
+//! (the names in `capabilities.shell.baseline_env`, no credential, plus HOME and
+//! TMPDIR: the session's home/ and tmp/). The shell is no sandbox: a command runs with
+//! mur's own privileges. docs/shell.md.
 
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
+
+use crate::spawn::{Spawn, Stderr};
 
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput};
 
@@ -29,29 +30,8 @@ const OUTPUT_GRACE: Duration = Duration::from_millis(200);
 pub struct ShellConfig {
     /// The session's work folder.
     pub workdir: PathBuf,
-    /// The whole environment of a command.
+    /// The whole environment of a command (`grant::env` for a shell command).
     pub env: Vec<(String, String)>,
-}
-
-impl ShellConfig {
-    /// The names of `baseline_env` set in mur's environment (a `MURMUR_*` name never,
-    /// nor HOME or TMPDIR, which are the session's), then HOME and TMPDIR.
-    pub fn new(
-        records: &crate::records::Records,
-        workdir: PathBuf,
-        baseline_env: &[String],
-    ) -> Self {
-        use crate::env::{HOME, RESERVED_PREFIX, TMPDIR};
-        let mut env: Vec<(String, String)> = baseline_env
-            .iter()
-            .filter(|n| !n.starts_with(RESERVED_PREFIX) && *n != HOME && *n != TMPDIR)
-            .filter_map(|n| Some((n.clone(), std::env::var(n).ok()?)))
-            .collect();
-        let path = |p: PathBuf| p.to_string_lossy().into_owned();
-        env.push((HOME.to_string(), path(records.home_dir())));
-        env.push((TMPDIR.to_string(), path(records.tmp_dir())));
-        ShellConfig { workdir, env }
-    }
 }
 
 /// The tool, for one task.
@@ -95,32 +75,26 @@ impl Drop for TreeGuard {
 
 /// Runs `command` with `sh -c` as `config` says, for at most `timeout`.
 pub async fn run(config: &ShellConfig, command: &str, timeout: Duration) -> Result<Ran, String> {
-    let mut cmd = Command::new("/bin/sh");
+    let mut cmd = Spawn::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)
         .current_dir(&config.workdir)
         .env_clear()
         .envs(config.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: only async-signal-safe prctl calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-            // Kept across exec: what the command orphans stays below it, so a timeout
-            // finds and kills all of it.
-            nix::sys::prctl::set_child_subreaper(true)?;
-            Ok(())
-        });
-    }
-    let (mut child, _own) = crate::descendants::spawn_owned(|| cmd.spawn(), |c| c.id())
+        .stderr(Stderr::Piped)
+        .own_group()
+        .parent_death_signal()
+        // What the command orphans stays below it, so a timeout finds and kills all of it.
+        .child_subreaper()
+        .kill_on_drop();
+    let (mut child, _own) = crate::descendants::spawn_owned(|| cmd.spawn(None), |c| c.id())
         .map_err(|e| format!("cannot start /bin/sh: {e}"))?;
     let mut guard = TreeGuard(child.id());
-    let out = tokio::spawn(capped(child.stdout.take()));
-    let err = tokio::spawn(capped(child.stderr.take()));
+    let (out, err) = (Captured::default(), Captured::default());
+    let reads = [
+        tokio::spawn(out.clone().read(child.stdout.take())),
+        tokio::spawn(err.clone().read(child.stderr.take())),
+    ];
     let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => (status.ok(), false),
         Err(_) => {
@@ -133,18 +107,17 @@ pub async fn run(config: &ShellConfig, command: &str, timeout: Duration) -> Resu
     };
     // Exited: what it left running is the session's (swept at its end), not this call's.
     guard.0 = None;
-    let collect = |h: tokio::task::JoinHandle<(Vec<u8>, u64)>| async move {
-        let abort = h.abort_handle();
-        match tokio::time::timeout(OUTPUT_GRACE, h).await {
-            Ok(Ok(got)) => got,
-            _ => {
-                abort.abort();
-                (Vec::new(), 0)
-            }
+    // What it left running may hold the pipes open (`sleep 100 & echo x`): past the
+    // grace, the reads stop and what they read so far is the result.
+    let grace = tokio::time::sleep(OUTPUT_GRACE);
+    tokio::pin!(grace);
+    for read in reads {
+        let abort = read.abort_handle();
+        if tokio::select! { _ = read => false, _ = &mut grace => true } {
+            abort.abort();
         }
-    };
-    let ((stdout, stdout_dropped), (stderr, stderr_dropped)) =
-        tokio::join!(collect(out), collect(err));
+    }
+    let ((stdout, stdout_dropped), (stderr, stderr_dropped)) = (out.take(), err.take());
     use std::os::unix::process::ExitStatusExt;
     Ok(Ran {
         exit_code: status.and_then(|s| s.code()),
@@ -157,23 +130,32 @@ pub async fn run(config: &ShellConfig, command: &str, timeout: Duration) -> Resu
     })
 }
 
-/// Reads `pipe` to its end: the first [`OUTPUT_CAP`] bytes, and how many more came.
-async fn capped(pipe: Option<impl AsyncRead + Unpin>) -> (Vec<u8>, u64) {
-    let Some(mut pipe) = pipe else {
-        return (Vec::new(), 0);
-    };
-    let mut kept = Vec::new();
-    let mut dropped = 0u64;
-    let mut buf = [0u8; 16 * 1024];
-    while let Ok(n) = pipe.read(&mut buf).await {
-        if n == 0 {
-            break;
+/// What a read of stdout or stderr has kept so far: the first [`OUTPUT_CAP`] bytes,
+/// and how many more came. Shared, so a read stopped midway leaves what it read.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<(Vec<u8>, u64)>>);
+
+impl Captured {
+    /// Reads `pipe` to its end.
+    async fn read(self, pipe: Option<impl AsyncRead + Unpin>) {
+        let Some(mut pipe) = pipe else {
+            return;
+        };
+        let mut buf = [0u8; 16 * 1024];
+        while let Ok(n) = pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut got = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let room = OUTPUT_CAP - got.0.len();
+            got.0.extend_from_slice(&buf[..n.min(room)]);
+            got.1 += n.saturating_sub(room) as u64;
         }
-        let room = OUTPUT_CAP - kept.len();
-        kept.extend_from_slice(&buf[..n.min(room)]);
-        dropped += n.saturating_sub(room) as u64;
     }
-    (kept, dropped)
+
+    fn take(&self) -> (Vec<u8>, u64) {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// The call's arguments: `{"command": <text>, "timeout_s": <seconds>?}`.

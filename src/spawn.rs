@@ -20,19 +20,34 @@
 //!
 //! Where `clone3` is refused (Docker's default seccomp profile answers it with ENOSYS),
 //! the child is made by `clone` with `CLONE_PIDFD` and moves itself into the cgroup
-//! before its `execve`: the slow move, but still before the member runs.
+//! before its `execve`: the slow move, but still before the member runs. [`Via`] names
+//! the three paths; the test setting `MUR_TEST_SPAWN_VIA` makes x86_64 take the other
+//! two, so the tests run the path aarch64 and Docker take.
+//!
+//! Every child mur starts comes through here: members, the watcher, delegated
+//! children, the process harness and shell commands. What a child gets (process
+//! group, parent-death signal, subreaper, descriptors, environment) is decided by its
+//! [`Spawn`] in the parent, and the child side (`child::steps`) is one list of
+//! async-signal-safe calls on that prepared data.
 
-use std::ffi::{CString, OsStr, OsString};
+#![allow(
+    unsafe_code,
+    reason = "clone3, clone and the child side between clone and execve: no safe wrapper clones into a cgroup with a pidfd"
+)]
+
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rustix::process::WaitOptions;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
+
+use child::{ChildPlan, ORPHANED, Prepared, child};
 
 /// `CLONE_INTO_CGROUP` (linux/sched.h; Linux 5.7).
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
@@ -40,11 +55,10 @@ const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 /// Whether `clone3` may be tried: false once it answered ENOSYS (a seccomp filter).
 static CLONE3: AtomicBool = AtomicBool::new(true);
 
-/// One more than the highest signal number (`_NSIG`).
-const NSIG: libc::c_int = 65;
-
 /// The read end of a child's stdout or stderr.
 pub type Pipe = tokio::net::unix::pipe::Receiver;
+/// The write end of a child's stdin.
+pub type Sender = tokio::net::unix::pipe::Sender;
 
 /// What becomes of the child's stderr.
 #[derive(Debug)]
@@ -80,6 +94,10 @@ pub struct Spawn {
     stderr: Stderr,
     fds: Vec<(OwnedFd, RawFd)>,
     kill_on_drop: bool,
+    env_clear: bool,
+    stdin_piped: bool,
+    parent_death: bool,
+    subreaper: bool,
 }
 
 /// The highest descriptor number a child may be handed a descriptor at.
@@ -97,6 +115,10 @@ impl Spawn {
             stderr: Stderr::Inherit,
             fds: Vec::new(),
             kill_on_drop: false,
+            env_clear: false,
+            stdin_piped: false,
+            parent_death: false,
+            subreaper: false,
         }
     }
 
@@ -119,8 +141,51 @@ impl Spawn {
         self
     }
 
+    /// Sets each `(key, value)`, as [`Spawn::env`].
+    pub fn envs<I, K, V>(&mut self, vars: I) -> &mut Spawn
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        for (k, v) in vars {
+            self.env(k, v);
+        }
+        self
+    }
+
     pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Spawn {
         self.env.push((key.as_ref().to_owned(), None));
+        self
+    }
+
+    /// Starts the child's environment empty: only what [`Spawn::env`] sets reaches it.
+    pub fn env_clear(&mut self) -> &mut Spawn {
+        self.env_clear = true;
+        self.env.clear();
+        self
+    }
+
+    /// A pipe to the child's stdin ([`Child::stdin`]) instead of `/dev/null`.
+    pub fn stdin_piped(&mut self) -> &mut Spawn {
+        self.stdin_piped = true;
+        self
+    }
+
+    /// SIGKILL to the child when the thread that started it exits (`PR_SET_PDEATHSIG`):
+    /// the backstop for a mur that is SIGKILLed and cannot stop its children. A child
+    /// whose parent is no longer this process once the signal is armed (mur died in
+    /// between) exits before its program runs.
+    pub fn parent_death_signal(&mut self) -> &mut Spawn {
+        self.parent_death = true;
+        self
+    }
+
+    /// Makes the child a child subreaper (`PR_SET_CHILD_SUBREAPER`, kept across
+    /// `execve`): what its descendants orphan stays below it, so a sweep of it finds
+    /// all of it.
+    pub fn child_subreaper(&mut self) -> &mut Spawn {
+        self.subreaper = true;
         self
     }
 
@@ -176,13 +241,20 @@ impl Spawn {
     /// all its members before it waits for the first ([`Starting::started`]), so each
     /// runs up to its program while the next is cloned.
     pub fn start(&self, cgroup: Option<BorrowedFd<'_>>) -> io::Result<Starting> {
-        self.start_with(cgroup, true)
+        let via = crate::testing::spawn_via().and_then(Via::parse);
+        self.start_with(cgroup, via.unwrap_or(Via::NATIVE))
     }
 
-    /// [`Self::start`], by `clone3` unless `use_clone3` is false or it failed with
-    /// ENOSYS before (then by `clone`).
-    fn start_with(&self, cgroup: Option<BorrowedFd<'_>>, use_clone3: bool) -> io::Result<Starting> {
+    /// [`Self::start`], cloning `via` (by `clone` once `clone3` answered ENOSYS).
+    fn start_with(&self, cgroup: Option<BorrowedFd<'_>>, via: Via) -> io::Result<Starting> {
         let prepared = Prepared::new(self)?;
+        let (in_write, in_read) = match self.stdin_piped {
+            true => {
+                let (r, w) = pipe()?;
+                (Some(w), r)
+            }
+            false => (None, std::fs::File::open("/dev/null")?.into()),
+        };
         let (out_read, out_write) = match &self.stdout {
             Some(file) => (None, file.try_clone()?),
             None => {
@@ -199,12 +271,11 @@ impl Spawn {
             Stderr::Inherit => (None, None),
         };
         let (report_read, report_write) = pipe()?;
-        let null = std::fs::File::open("/dev/null")?;
         // Every descriptor the child receives, above every number it receives one at, so
         // no `dup2` overwrites a source a later one still needs. These copies are
         // close-on-exec; the numbers `dup2` gives are not.
         let mut moves: Vec<(OwnedFd, RawFd)> =
-            vec![(high(null.as_fd())?, 0), (high(out_write.as_fd())?, 1)];
+            vec![(high(in_read.as_fd())?, 0), (high(out_write.as_fd())?, 1)];
         if let Some(w) = &err_write {
             moves.push((high(w.as_fd())?, 2));
         }
@@ -222,6 +293,10 @@ impl Spawn {
             prepared: &prepared,
             plan: &plan,
             group: self.group,
+            parent: self
+                .parent_death
+                .then(|| rustix::process::getpid().as_raw_nonzero().get()),
+            subreaper: self.subreaper,
             move_in: None,
             report: report_write.as_raw_fd(),
         };
@@ -230,8 +305,8 @@ impl Spawn {
             pid,
             pidfd,
             exec_done,
-        } = unsafe { clone(cgroup, use_clone3, &to_do) }?;
-        drop((moves, out_write, err_write, report_write));
+        } = unsafe { clone(cgroup, via, &to_do) }?;
+        drop((moves, in_read, out_write, err_write, report_write));
         // SAFETY: the Child owns the pidfd for as long as it is registered.
         let pidfd = match unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) } {
             Ok(fd) => fd,
@@ -241,11 +316,14 @@ impl Spawn {
                 return Err(e);
             }
         };
-        let pipes = out_read
-            .map(Pipe::from_owned_fd)
-            .transpose()
-            .and_then(|out| Ok((out, err_read.map(Pipe::from_owned_fd).transpose()?)));
-        let (stdout, stderr) = match pipes {
+        let pipes = (|| {
+            Ok::<_, io::Error>((
+                in_write.map(Sender::from_owned_fd).transpose()?,
+                out_read.map(Pipe::from_owned_fd).transpose()?,
+                err_read.map(Pipe::from_owned_fd).transpose()?,
+            ))
+        })();
+        let (stdin, stdout, stderr) = match pipes {
             Ok(pipes) => pipes,
             Err(e) => {
                 abandon(pidfd.get_ref(), pid);
@@ -256,6 +334,7 @@ impl Spawn {
             pid: pid as u32,
             pidfd,
             status: None,
+            stdin,
             stdout,
             stderr,
             kill_on_drop: self.kill_on_drop,
@@ -265,6 +344,39 @@ impl Spawn {
             report: report_read,
             exec_done,
         })
+    }
+}
+
+/// How a child is cloned. Each is a path some machine takes; a test setting
+/// (`MUR_TEST_SPAWN_VIA`, docs/testing.md) makes this one take the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `clone3`, vfork-like ([`vfork`], x86_64 only): the child runs in the parent's
+    /// memory on a stack of its own until its `execve`.
+    VforkClone3,
+    /// `clone3`, fork-like: the child is a copy. What every other architecture takes.
+    ForkClone3,
+    /// `clone`, fork-like, the child moving itself into the cgroup: where `clone3` is
+    /// refused (Docker's default seccomp profile).
+    Clone,
+}
+
+impl Via {
+    /// This architecture's own way.
+    const NATIVE: Via = if cfg!(target_arch = "x86_64") {
+        Via::VforkClone3
+    } else {
+        Via::ForkClone3
+    };
+
+    /// The test setting's spelling: `vfork-clone3`, `fork-clone3` or `clone`.
+    pub fn parse(text: &str) -> Option<Via> {
+        match text.trim() {
+            "vfork-clone3" if cfg!(target_arch = "x86_64") => Some(Via::VforkClone3),
+            "fork-clone3" => Some(Via::ForkClone3),
+            "clone" => Some(Via::Clone),
+            _ => None,
+        }
     }
 }
 
@@ -296,7 +408,10 @@ impl Starting {
             // The child exits at once; reap it so no zombie is left.
             let _ = wait_blocking(child.pid as i32);
             child.status = Some(ExitStatus::from_raw(127 << 8));
-            return Err(io::Error::from_raw_os_error(errno));
+            return Err(match errno {
+                ORPHANED => io::Error::other("mur's process changed while the child started"),
+                errno => io::Error::from_raw_os_error(errno),
+            });
         }
         Ok(child)
     }
@@ -310,30 +425,18 @@ struct Cloned {
     exec_done: bool,
 }
 
-/// What the child does between its clone and its `execve`, all prepared before.
-#[derive(Clone, Copy)]
-struct ChildPlan<'a> {
-    prepared: &'a Prepared,
-    /// Each descriptor to `dup2`, and the number it gets.
-    plan: &'a [(RawFd, RawFd)],
-    group: Group,
-    /// The cgroup the child moves itself into (when made without `clone3`).
-    move_in: Option<RawFd>,
-    /// Where a failed `execve` writes its `errno`.
-    report: RawFd,
-}
-
 /// Starts a child that runs `to_do` and then its program, with a pidfd, in `cgroup`
-/// when given: by `clone3` unless `use_clone3` is false or it answered ENOSYS before
-/// (Docker's default seccomp profile does), else by `clone`, and the child moves
-/// itself in (the slow move this module avoids where it can). On x86_64 `clone3`
-/// clones as `vfork` does ([`vfork`]); otherwise the child is a copy, as after `fork`.
+/// when given, cloned `via` that way; by `clone` once `clone3` answered ENOSYS
+/// (Docker's default seccomp profile does), where the child moves itself into the
+/// cgroup (the slow move this module avoids where it can). Every signal is blocked in
+/// the calling thread across the clone, so none is handled in the child before it has
+/// set every handler back to its default.
 ///
 /// # Safety
 /// `to_do` must have been made before the call, from data that outlives it.
 unsafe fn clone(
     cgroup: Option<BorrowedFd<'_>>,
-    use_clone3: bool,
+    via: Via,
     to_do: &ChildPlan<'_>,
 ) -> io::Result<Cloned> {
     let mut pidfd: RawFd = -1;
@@ -346,56 +449,66 @@ unsafe fn clone(
             exec_done,
         }
     };
-    if use_clone3 && CLONE3.load(Ordering::Relaxed) {
-        // SAFETY: a plain C struct, all zeros is its empty value.
-        let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
-        args.flags = libc::CLONE_PIDFD as u64;
-        args.pidfd = std::ptr::addr_of_mut!(pidfd) as u64;
-        args.exit_signal = libc::SIGCHLD as u64;
+    let _blocked = Blocked::all();
+    if via != Via::Clone && CLONE3.load(Ordering::Relaxed) {
+        let mut args = libc::clone_args {
+            flags: libc::CLONE_PIDFD as u64,
+            pidfd: std::ptr::addr_of_mut!(pidfd) as u64,
+            child_tid: 0,
+            parent_tid: 0,
+            exit_signal: libc::SIGCHLD as u64,
+            stack: 0,
+            stack_size: 0,
+            tls: 0,
+            set_tid: 0,
+            set_tid_size: 0,
+            cgroup: 0,
+        };
         if let Some(cgroup) = cgroup {
             args.flags |= CLONE_INTO_CGROUP;
             args.cgroup = cgroup.as_raw_fd() as u64;
         }
-        #[cfg(target_arch = "x86_64")]
-        let pid = {
-            let stack = vfork::Stack::new()?;
-            let _blocked = vfork::Blocked::all();
-            // SAFETY: `child_entry` runs `child`, which keeps to what a child may do
-            // and never returns; `to_do` outlives the call, which returns only once
-            // the child has exec'd or exited.
-            unsafe {
-                vfork::clone3(
-                    &mut args,
-                    &stack,
-                    child_entry,
-                    std::ptr::from_ref(to_do).cast(),
-                )
+        let pid = match via {
+            #[cfg(target_arch = "x86_64")]
+            Via::VforkClone3 => {
+                let stack = vfork::Stack::new()?;
+                // SAFETY: `child_entry` runs `child`, which keeps to what a child may
+                // do and never returns; `to_do` outlives the call, which returns only
+                // once the child has exec'd or exited; every signal is blocked.
+                unsafe {
+                    vfork::clone3(
+                        &mut args,
+                        &stack,
+                        child_entry,
+                        std::ptr::from_ref(to_do).cast(),
+                    )
+                }
             }
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        // SAFETY: the child side runs only `child`, as after fork.
-        let pid = unsafe {
-            match libc::syscall(
-                libc::SYS_clone3,
-                std::ptr::addr_of_mut!(args),
-                std::mem::size_of::<libc::clone_args>(),
-            ) {
-                0 => child(to_do),
-                p if p < 0 => -libc::c_long::from(*libc::__errno_location()),
-                p => p,
-            }
+            // SAFETY: the child side runs only `child`, as after fork.
+            _ => unsafe {
+                match libc::syscall(
+                    libc::SYS_clone3,
+                    std::ptr::addr_of_mut!(args),
+                    std::mem::size_of::<libc::clone_args>(),
+                ) {
+                    0 => child(to_do),
+                    p if p < 0 => -libc::c_long::from(*libc::__errno_location()),
+                    p => p,
+                }
+            },
         };
         match pid {
-            p if p > 0 => return Ok(parent(p, pidfd, cfg!(target_arch = "x86_64"))),
+            p if p > 0 => return Ok(parent(p, pidfd, via == Via::VforkClone3)),
             p if p != -libc::c_long::from(libc::ENOSYS) => {
                 return Err(io::Error::from_raw_os_error(-p as i32));
             }
             _ => CLONE3.store(false, Ordering::Relaxed),
         }
     }
-    // SAFETY: the child side runs only `child`, as after fork. x86_64's clone takes
-    // (flags, stack, parent_tid, child_tid, tls); CLONE_PIDFD stores the pidfd at
-    // parent_tid.
+    // SAFETY: the child side runs only `child`, as after fork. With a null stack the
+    // argument order (x86_64: flags, stack, parent_tid, child_tid, tls; aarch64:
+    // flags, stack, parent_tid, tls, child_tid) differs only in the two zeros;
+    // CLONE_PIDFD stores the pidfd at parent_tid on both.
     let pid = unsafe {
         libc::syscall(
             libc::SYS_clone,
@@ -420,149 +533,49 @@ unsafe fn clone(
     }
 }
 
+/// All signals blocked in this thread, until dropped.
+struct Blocked(nix::sys::signal::SigSet);
+
+impl Blocked {
+    fn all() -> Blocked {
+        use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+        let mut old = SigSet::empty();
+        let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), Some(&mut old));
+        Blocked(old)
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        use nix::sys::signal::{SigmaskHow, pthread_sigmask};
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.0), None);
+    }
+}
+
 /// The child's start after a [`vfork::clone3`]: `ctx` is the [`ChildPlan`].
+///
+/// # Safety
+/// Only as the entry of a [`vfork::clone3`] child, with `ctx` a [`ChildPlan`] that
+/// outlives the clone.
 #[cfg(target_arch = "x86_64")]
 unsafe extern "C" fn child_entry(ctx: *const std::ffi::c_void) -> ! {
     // SAFETY: `clone` passes its `to_do`, which outlives the clone.
     unsafe { child(&*ctx.cast::<ChildPlan<'_>>()) }
 }
 
-/// The C strings the child needs and the null-ended pointer arrays `execve` takes,
-/// made before the clone.
-struct Prepared {
-    program: CString,
-    cwd: Option<CString>,
-    _strings: Vec<CString>,
-    argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
-}
-
-impl Prepared {
-    fn new(spawn: &Spawn) -> io::Result<Prepared> {
-        let c = |s: &OsStr| {
-            CString::new(s.as_bytes())
-                .map_err(|_| io::Error::other(format!("{s:?} holds a NUL byte")))
-        };
-        if !spawn.program.as_bytes().contains(&b'/') {
-            return Err(io::Error::other(format!(
-                "{:?}: a program to start must be given as a path",
-                spawn.program
-            )));
-        }
-        let program = c(std::path::absolute(&spawn.program)?.as_os_str())?;
-        let mut strings = vec![c(&spawn.program)?];
-        for a in &spawn.args {
-            strings.push(c(a)?);
-        }
-        let argc = strings.len();
-        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-        for (key, value) in &spawn.env {
-            env.retain(|(k, _)| k != key);
-            if let Some(value) = value {
-                env.push((key.clone(), value.clone()));
-            }
-        }
-        for (k, v) in env {
-            let mut kv = k;
-            kv.push("=");
-            kv.push(v);
-            strings.push(c(&kv)?);
-        }
-        // A CString's bytes stay where they are when the vector holding it moves.
-        let ptrs = |list: &[CString]| {
-            let mut p: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
-            p.push(std::ptr::null());
-            p
-        };
-        let (argv, envp) = (ptrs(&strings[..argc]), ptrs(&strings[argc..]));
-        let cwd = spawn.cwd.as_deref().map(c).transpose()?;
-        Ok(Prepared {
-            program,
-            cwd,
-            _strings: strings,
-            argv,
-            envp,
-        })
+/// The program a command names: `name` itself when it holds a `/` (relative to
+/// `cwd`), else the first executable file of that name in the search path `path` (as
+/// a shell finds it). `None` when there is none.
+pub fn find_program(name: &str, cwd: &Path, path: &str) -> Option<std::path::PathBuf> {
+    if name.contains('/') {
+        return Some(cwd.join(name));
     }
-}
-
-/// The child's side, between clone and exec: no allocation, only system calls, and
-/// no return.
-///
-/// # Safety
-/// Only in the child side of [`clone`], with `to_do` made before it.
-unsafe fn child(to_do: &ChildPlan<'_>) -> ! {
-    let ChildPlan {
-        prepared,
-        plan,
-        group,
-        move_in,
-        report,
-    } = *to_do;
-    let fail = |report: RawFd| -> ! {
-        // SAFETY: errno, write and _exit are async-signal-safe.
-        unsafe {
-            let errno = *libc::__errno_location();
-            libc::write(report, (&errno as *const i32).cast(), 4);
-            libc::_exit(127)
-        }
-    };
-    // SAFETY: each call below is async-signal-safe and takes pointers into `prepared`,
-    // which the parent made and this child shares or holds a copy of.
-    unsafe {
-        // A standard start: every handled signal back to its default first (a handler
-        // of the parent's must not run here, where the memory may be the parent's), no
-        // blocked signal, SIGPIPE at its default (Rust's runtime ignores it, and an
-        // ignored signal stays ignored across exec).
-        for signal in 1..NSIG {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
-                && action.sa_sigaction != libc::SIG_DFL
-                && action.sa_sigaction != libc::SIG_IGN
-            {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-        }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        if let Some(cgroup) = move_in {
-            let procs = libc::openat(
-                cgroup,
-                c"cgroup.procs".as_ptr(),
-                libc::O_WRONLY | libc::O_CLOEXEC,
-            );
-            if procs < 0 || libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
-                fail(report);
-            }
-            libc::close(procs);
-        }
-        let grouped = match group {
-            Group::Launchers => 0,
-            Group::Own => libc::setpgid(0, 0),
-            Group::Session => libc::setsid(),
-        };
-        if grouped < 0 {
-            fail(report);
-        }
-        for &(from, to) in plan {
-            if libc::dup2(from, to) < 0 {
-                fail(report);
-            }
-        }
-        if let Some(cwd) = &prepared.cwd
-            && libc::chdir(cwd.as_ptr()) != 0
-        {
-            fail(report);
-        }
-        libc::execve(
-            prepared.program.as_ptr(),
-            prepared.argv.as_ptr(),
-            prepared.envp.as_ptr(),
-        );
-        fail(report)
+    if name.is_empty() {
+        return None;
     }
+    std::env::split_paths(path)
+        .map(|dir| cwd.join(dir).join(name))
+        .find(|p| p.is_file() && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok())
 }
 
 /// A close-on-exec pipe: (read, write).
@@ -606,16 +619,18 @@ fn abandon(pidfd: &OwnedFd, pid: i32) {
 
 /// Reaps `pid`, waiting for it.
 fn wait_blocking(pid: i32) -> io::Result<ExitStatus> {
+    reap(pid, WaitOptions::empty()).map(|s| s.unwrap_or(ExitStatus::from_raw(0)))
+}
+
+/// `waitpid` on this process's child `pid`, retried on EINTR: its status, or `None`
+/// when `WNOHANG` is given and it has not exited.
+fn reap(pid: i32, options: WaitOptions) -> io::Result<Option<ExitStatus>> {
+    let pid = rustix::process::Pid::from_raw(pid).ok_or(io::ErrorKind::InvalidInput)?;
     loop {
-        let mut status = 0;
-        // SAFETY: waitpid on a child of this process, writing into a local.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            return Ok(ExitStatus::from_raw(status));
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        match rustix::process::waitpid(Some(pid), options) {
+            Ok(got) => return Ok(got.map(|(_, s)| ExitStatus::from_raw(s.as_raw()))),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -628,6 +643,8 @@ pub struct Child {
     pidfd: AsyncFd<OwnedFd>,
     status: Option<ExitStatus>,
     kill_on_drop: bool,
+    /// With [`Spawn::stdin_piped`], the write end of its stdin.
+    pub stdin: Option<Sender>,
     pub stdout: Option<Pipe>,
     pub stderr: Option<Pipe>,
 }
@@ -645,18 +662,9 @@ impl Child {
                 return Ok(status);
             }
             let mut ready = self.pidfd.readable().await?;
-            let mut status = 0;
-            // SAFETY: waitpid on this process's own unreaped child, into a local.
-            let r = unsafe { libc::waitpid(self.pid as i32, &mut status, libc::WNOHANG) };
-            if r == self.pid as i32 {
-                self.status = Some(ExitStatus::from_raw(status));
-            } else if r == 0 {
-                ready.clear_ready();
-            } else {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
+            match reap(self.pid as i32, WaitOptions::NOHANG)? {
+                Some(status) => self.status = Some(status),
+                None => ready.clear_ready(),
             }
         }
     }
@@ -681,6 +689,7 @@ impl Drop for Child {
     }
 }
 
+mod child;
 #[cfg(test)]
 mod tests;
 #[cfg(target_arch = "x86_64")]

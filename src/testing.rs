@@ -14,6 +14,8 @@ pub(crate) const MEMBER_PROGRAM_ENV: &str = crate::env::MUR_TEST_MEMBER_PROGRAM;
 /// Makes the launcher grow until the OOM killer ends it, `<seconds>` after the
 /// entry member has started.
 pub(crate) const LAUNCHER_BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
+/// How `spawn` clones every child, instead of the architecture's own way.
+pub(crate) const SPAWN_VIA_ENV: &str = crate::env::MUR_TEST_SPAWN_VIA;
 
 /// The time scale in force: 1.0 unless `MUR_TEST_TIME_SCALE` holds a number in (0, 1].
 pub(crate) fn time_scale() -> f64 {
@@ -31,6 +33,15 @@ fn parse_scale(value: Option<&str>) -> f64 {
 /// `MUR_TEST_MEMBER_PROGRAM`, when set.
 pub(crate) fn member_program() -> Option<PathBuf> {
     std::env::var_os(MEMBER_PROGRAM_ENV).map(PathBuf::from)
+}
+
+/// `MUR_TEST_SPAWN_VIA`, when set: how `spawn` clones every child (`Via::parse` reads
+/// it), so x86_64 takes the fork-like paths aarch64 and a seccomp-filtered container
+/// take.
+pub(crate) fn spawn_via() -> Option<&'static str> {
+    static VIA: OnceLock<Option<String>> = OnceLock::new();
+    VIA.get_or_init(|| std::env::var(SPAWN_VIA_ENV).ok())
+        .as_deref()
 }
 
 /// `MUR_TEST_LAUNCHER_BALLOON`: called by the launcher once its entry member has

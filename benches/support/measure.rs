@@ -105,8 +105,7 @@ pub fn cpu_of(pid: u32) -> Duration {
         .collect();
     // After the command: state is field 3, utime 14 and stime 15 (1-based).
     let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    let hz = rustix::param::clock_ticks_per_second();
     Duration::from_micros(ticks * 1_000_000 / hz)
 }
 

@@ -122,51 +122,11 @@ pub struct ProcessConfig {
     /// The harness's current directory: the unpacked capsule, so the manifest's
     /// relative `command` works as written.
     pub cwd: PathBuf,
-    /// The harness's whole environment besides `PATH` (inherited): the session passes
-    /// what the capsule may see. Nothing else of mur's environment reaches it, so no
-    /// `MURMUR_FORMATION_*` variable does.
+    /// The harness's whole environment, as `grant::env` decides it for a harness.
+    /// Nothing else of mur's environment reaches it.
     pub env: Vec<(String, String)>,
     /// Where the harness's stderr goes (the session's logs/); `None` inherits mur's.
     pub stderr: Option<PathBuf>,
-}
-
-/// The environment a session gives its process harness: its folders, and the
-/// variables `capabilities.env.allow` names that mur's own environment has.
-///
-/// | Variable | Value |
-/// |---|---|
-/// | `HOME` | the records directory's home/ |
-/// | `TMPDIR` | its tmp/ |
-/// | `MURMUR_SESSION_ID` | the session id |
-/// | `MURMUR_WORKDIR` | the work folder, where the agent works |
-/// | `MURMUR_OUT` | the records directory's out/ |
-///
-/// An allowed name that is one of these, or starts with `MURMUR_`, is not passed:
-/// the runtime owns them.
-pub fn harness_env(
-    records: &crate::records::Records,
-    workdir: &Path,
-    allow: &[String],
-) -> Vec<(String, String)> {
-    use crate::env;
-    let path = |p: PathBuf| p.to_string_lossy().into_owned();
-    let mut env = vec![
-        (env::HOME.to_string(), path(records.home_dir())),
-        (env::TMPDIR.to_string(), path(records.tmp_dir())),
-        (
-            env::MURMUR_SESSION_ID.to_string(),
-            records.session_id.clone(),
-        ),
-        (env::MURMUR_WORKDIR.to_string(), path(workdir.to_path_buf())),
-        (env::MURMUR_OUT.to_string(), path(records.out_dir())),
-    ];
-    for name in allow {
-        let owned = name.starts_with(env::RESERVED_PREFIX) || env.iter().any(|(k, _)| k == name);
-        if !owned && let Ok(value) = std::env::var(name) {
-            env.push((name.clone(), value));
-        }
-    }
-    env
 }
 
 /// Builds the transport for one task; `driver` is the loaded `agent.driver` of
@@ -194,23 +154,6 @@ pub fn transport(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn harness_env_names_the_folders_and_only_allowed_variables() {
-        let r = crate::records::Records::open("/r/ses_1".into());
-        // PATH is always set in a test run; HOME and MURMUR_X may not be passed on.
-        let allow = ["PATH", "HOME", "MURMUR_X", "MUR_TEST_SURELY_UNSET"].map(String::from);
-        let env = harness_env(&r, Path::new("/w"), &allow);
-        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        assert_eq!(get("HOME"), Some("/r/ses_1/home"));
-        assert_eq!(get("TMPDIR"), Some("/r/ses_1/tmp"));
-        assert_eq!(get("MURMUR_SESSION_ID"), Some("ses_1"));
-        assert_eq!(get("MURMUR_WORKDIR"), Some("/w"));
-        assert_eq!(get("MURMUR_OUT"), Some("/r/ses_1/out"));
-        assert!(get("PATH").is_some());
-        assert_eq!(env.iter().filter(|(k, _)| k == "HOME").count(), 1);
-        assert!(get("MURMUR_X").is_none() && get("MUR_TEST_SURELY_UNSET").is_none());
-    }
 
     #[test]
     fn manifest_transports_convert() {

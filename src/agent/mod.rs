@@ -24,7 +24,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use artifact::{Artifact, FileContent, Part};
-pub use config::{HttpConfig, ProcessConfig, TransportConfig, harness_env, transport};
+pub use config::{HttpConfig, ProcessConfig, TransportConfig, transport};
 pub use looping::{Agent, AgentSpec, TurnEnd};
 pub use prompt::{PromptParts, system_prompt};
 

@@ -5,15 +5,15 @@
 //! The harness runs in a process group of its own, so stopping it stops whatever it
 //! started too.
 
-use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::spawn::{Child, Pipe, Sender, Spawn, Stderr};
 
 use super::{
     Artifact, BoxFuture, Conversation, Message, ProcessConfig, Reply, ToolCall, Transport,
@@ -36,10 +36,13 @@ pub struct ProcessTransport {
 
 struct Harness {
     child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    stdin: Option<Sender>,
+    stdout: BufReader<Pipe>,
     /// The harness's process group (its own pid).
     pgid: Option<Pid>,
+    /// When it started (field 22 of its /proc stat): what it orphans after it exits
+    /// becomes this process's stray, started since.
+    start: Option<u64>,
     _own: crate::descendants::Own,
 }
 
@@ -62,55 +65,46 @@ impl ProcessTransport {
 
     fn spawn(&self) -> Result<Harness, String> {
         let cfg = &self.config;
-        let mut program = PathBuf::from(&cfg.command[0]);
-        if program.is_relative() && cfg.command[0].contains('/') {
-            program = cfg.cwd.join(program);
-        }
+        // Looked up in the harness's own PATH, as the shell it is written for would.
+        let path = cfg
+            .env
+            .iter()
+            .find(|(k, _)| k == crate::env::PATH)
+            .map_or(crate::grant::DEFAULT_PATH, |(_, v)| v.as_str());
+        let program =
+            crate::spawn::find_program(&cfg.command[0], &cfg.cwd, path).ok_or_else(|| {
+                format!(
+                    "cannot start `{}`: no such program in PATH {path}",
+                    cfg.command.join(" ")
+                )
+            })?;
         let stderr = match &cfg.stderr {
             Some(path) => std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
-                .map(Stdio::from)
+                .map(|f| Stderr::To(f.into()))
                 .map_err(|e| format!("cannot open {} for its stderr: {e}", path.display()))?,
-            None => Stdio::inherit(),
+            None => Stderr::Inherit,
         };
-        let path = std::env::var_os(crate::env::PATH)
-            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-        let mut command = Command::new(&program);
-        // Backstop for a mur that is SIGKILLed and so cannot shut its harness down:
-        // the kernel kills the harness when the thread that started it dies (a
-        // runtime worker, which lives as long as the session's runtime).
-        let parent = std::process::id();
-        // SAFETY: the closure runs in the forked child before exec and only makes
-        // async-signal-safe system calls (prctl, getppid).
-        unsafe {
-            command.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                // Kept across exec: what the harness's children orphan stays below
-                // it, so stopping it can find and kill all of it.
-                nix::sys::prctl::set_child_subreaper(true)?;
-                // mur may have died before the signal was armed.
-                if nix::unistd::getppid().as_raw() as u32 != parent {
-                    return Err(std::io::Error::other(
-                        "mur exited while starting the harness",
-                    ));
-                }
-                Ok(())
-            });
-        }
+        let mut command = Spawn::new(&program);
         command
             .args(&cfg.command[1..])
             .current_dir(&cfg.cwd)
             .env_clear()
-            .env(crate::env::PATH, path)
             .envs(cfg.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdin_piped()
             .stderr(stderr)
-            .process_group(0)
-            .kill_on_drop(true);
-        let (mut child, own) = crate::descendants::spawn_owned(|| command.spawn(), |c| c.id())
+            .own_group()
+            // Backstop for a mur that is SIGKILLed and so cannot shut its harness
+            // down: the kernel kills the harness when the thread that started it dies
+            // (a runtime worker, which lives as long as the session's runtime).
+            .parent_death_signal()
+            // What the harness's children orphan stays below it, so stopping it can
+            // find and kill all of it.
+            .child_subreaper()
+            .kill_on_drop();
+        let (mut child, own) = crate::descendants::spawn_owned(|| command.spawn(None), |c| c.id())
             .map_err(|e| format!("cannot start `{}`: {e}", cfg.command.join(" ")))?;
         let pgid = child
             .id()
@@ -119,11 +113,16 @@ impl ProcessTransport {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("the harness has no stdin or stdout".to_string());
         };
+        let start = child
+            .id()
+            .and_then(crate::descendants::stat)
+            .map(|p| p.start);
         Ok(Harness {
             child,
             stdin: Some(stdin),
             stdout: BufReader::new(stdout),
             pgid,
+            start,
             _own: own,
         })
     }
@@ -213,7 +212,7 @@ impl ProcessTransport {
     }
 }
 
-async fn write_all(stdin: &mut ChildStdin, bytes: &[u8]) -> std::io::Result<()> {
+async fn write_all(stdin: &mut Sender, bytes: &[u8]) -> std::io::Result<()> {
     stdin.write_all(bytes).await?;
     stdin.flush().await
 }
@@ -248,7 +247,9 @@ impl Transport for ProcessTransport {
     /// Closes the harness's stdin, sends its process group SIGTERM, gives it
     /// [`TERM_GRACE`], then SIGKILL to the group and to everything that was below the
     /// harness when it was asked to stop (setsid and double forks included: the
-    /// harness is a subreaper); returns once the harness is reaped.
+    /// harness is a subreaper), and to every stray of this process that started since
+    /// the harness did (what it orphaned when it exited, before or during the stop,
+    /// reparents here); returns once the harness is reaped.
     fn shutdown(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let Some(mut h) = self.harness.take() else {
@@ -276,8 +277,12 @@ impl Transport for ProcessTransport {
                 let _ = killpg(pgid, Signal::SIGKILL);
             }
             let until = std::time::Instant::now() + TERM_GRACE;
+            let start = h.start;
             let _ = tokio::task::spawn_blocking(move || {
                 crate::descendants::kill_pinned(&tree, until);
+                if let Some(start) = start {
+                    crate::descendants::sweep_strays_since(start);
+                }
             })
             .await;
         })
@@ -286,7 +291,8 @@ impl Transport for ProcessTransport {
 
 impl Drop for ProcessTransport {
     /// A transport dropped without `shutdown` (its task's future was dropped) still
-    /// leaves nothing running; tokio reaps the process in the background.
+    /// leaves nothing running; once its pid is no longer owned, the session's stray
+    /// reaper reaps it.
     fn drop(&mut self) {
         if let Some(pgid) = self.harness.as_ref().and_then(|h| h.pgid) {
             let _ = killpg(pgid, Signal::SIGKILL);

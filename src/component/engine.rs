@@ -1,6 +1,11 @@
 //! The one wasmtime `Engine` of the process, its epoch ticker, its linker, and the
 //! on-disk cache of compiled components.
 
+#![allow(
+    unsafe_code,
+    reason = "deserializing a compiled component from the cache"
+)]
+
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -47,8 +47,8 @@ use state::State;
 /// What the capsule's components may use: exactly its grants.
 #[derive(Debug, Clone)]
 pub struct Grants {
-    /// `capabilities.env.allow` names set in mur's environment, with their values;
-    /// never a `MURMUR_*` name nor a credential the manifest names.
+    /// `capabilities.env.allow` names set in mur's environment, with their values,
+    /// as `grant::env` passes them to a component.
     pub env: Vec<(String, String)>,
     /// The session's work folder: the component's ".".
     pub workdir: PathBuf,
@@ -63,24 +63,13 @@ pub struct Grants {
 
 impl Grants {
     pub fn of(m: &Manifest, workdir: &Path, tmp: Option<PathBuf>) -> Grants {
-        let mut credentials: Vec<&str> = Vec::new();
-        if let manifest::Transport::Http(h) = &m.agent.transport
-            && let Some(k) = &h.api_key_env
-        {
-            credentials.push(k);
-        }
-        if let Some(auth) = &m.network.authentication {
-            credentials.extend(auth.bearer_env.iter().map(String::as_str));
-        }
-        let env = m
-            .capabilities
-            .env
-            .allow
-            .iter()
-            .filter(|n| !n.starts_with(crate::env::RESERVED_PREFIX))
-            .filter(|n| !credentials.contains(&n.as_str()))
-            .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
-            .collect();
+        let env = crate::grant::env(
+            crate::grant::Executor::Component,
+            &m.capabilities.env.allow,
+            &m.credentials(),
+            None,
+            &crate::grant::mur_vars(),
+        );
         Grants {
             env,
             workdir: workdir.to_path_buf(),

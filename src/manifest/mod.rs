@@ -340,6 +340,41 @@ impl Manifest {
     }
 }
 
+impl Manifest {
+    /// The capsule's credentials: the variables its model key and its door's bearer
+    /// tokens are read from, which no executor of it gets (docs/grants.md).
+    pub fn credentials(&self) -> crate::grant::Credentials {
+        let api_key = match &self.agent.transport {
+            Transport::Http(h) => h.api_key_env.clone(),
+            _ => None,
+        };
+        let door = self
+            .network
+            .authentication
+            .as_ref()
+            .map(|a| a.bearer_env.clone())
+            .unwrap_or_default();
+        crate::grant::Credentials { api_key, door }
+    }
+
+    /// W-MAN-001 for each of its credentials that `capabilities.env.allow` or
+    /// `capabilities.shell.baseline_env` names (`file`: where the manifest was read).
+    pub fn credential_warnings(&self, file: &Path) -> Vec<crate::Diagnostic> {
+        let shell = self.capabilities.shell.as_ref();
+        let lists = [
+            (
+                "capabilities.env.allow",
+                self.capabilities.env.allow.as_slice(),
+            ),
+            (
+                "capabilities.shell.baseline_env",
+                shell.map_or(&[][..], |s| s.baseline_env.as_slice()),
+            ),
+        ];
+        crate::grant::credential_warnings(&self.name, &self.credentials(), &lists, file)
+    }
+}
+
 /// Reads a manifest's text; `file` names it in diagnostics (for a packed one,
 /// `<zip>!murmur.yaml`).
 pub fn parse(text: &str, file: &Path) -> Result<Manifest> {

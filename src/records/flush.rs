@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 pub(super) const ROUND_GAP: Duration = Duration::from_millis(50);
 
 /// Syncs a fixed set of files and folders each time it is told something changed.
-pub struct Flusher {
+pub(crate) struct Flusher {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
@@ -51,7 +51,7 @@ struct State {
 impl Flusher {
     /// Starts the thread. Each round syncs every path in `paths` that exists: files
     /// with `fdatasync`, folders with `fsync` (so a rename in them is durable).
-    pub fn start(paths: Vec<PathBuf>) -> std::io::Result<Flusher> {
+    pub(crate) fn start(paths: Vec<PathBuf>) -> std::io::Result<Flusher> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             work: Condvar::new(),
@@ -70,7 +70,7 @@ impl Flusher {
     }
 
     /// Something in the records changed: sync it soon. Never blocks on the disk.
-    pub fn mark(&self) {
+    pub(crate) fn mark(&self) {
         let mut state = lock(&self.shared.state);
         state.marked += 1;
         if state.idle {
@@ -81,7 +81,7 @@ impl Flusher {
 
     /// Waits until every mark made before this call is on disk. Blocks the calling
     /// thread; `Err` holds what failed (a disk error), once.
-    pub fn flush(&self) -> Result<(), String> {
+    pub(crate) fn flush(&self) -> Result<(), String> {
         let mut state = lock(&self.shared.state);
         let target = state.marked;
         if state.synced < target {

@@ -93,6 +93,9 @@ pub(crate) const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
 /// Exits with 143 now, wherever the session is: forgets its running record first
 /// (two file removals), kills every descendant, and runs no destructor that could
 /// block.
+// nix 0.32 has no `_exit`, and `std::process::exit` would run exit handlers while
+// the runtime's threads still run.
+#[allow(unsafe_code, reason = "_exit, which no safe wrapper at hand offers")]
 pub(crate) fn exit_now(running: &RunningDir, session_id: &str) -> ! {
     // Before the sweep ends the harness and the teardown on the runtime goes on.
     crate::trace::stop_writing();

@@ -202,11 +202,16 @@ impl Stage<'_> {
         let events = door.events().clone();
         trace.tap(move |line| events.publish_json(line));
         let shell = self.capsule.manifest.capabilities.shell.as_ref().map(|sh| {
-            Arc::new(crate::shell::ShellConfig::new(
-                &records,
-                self.workdir.clone(),
-                &sh.baseline_env,
-            ))
+            Arc::new(crate::shell::ShellConfig {
+                workdir: self.workdir.clone(),
+                env: crate::grant::env(
+                    crate::grant::Executor::Shell,
+                    &sh.baseline_env,
+                    &self.capsule.manifest.credentials(),
+                    Some(&session_folders(&records, &self.workdir)),
+                    &crate::grant::mur_vars(),
+                ),
+            })
         });
         let spawn = &self.capsule.manifest.capabilities.spawn.allow;
         let delegation = (!spawn.is_empty()).then(|| {
@@ -220,6 +225,13 @@ impl Stage<'_> {
                 formation_id: formation_id.clone().or(self.unbound_formation.clone()),
                 logs: records.logs_dir(),
                 tmp: records.tmp_dir(),
+                env: crate::grant::env(
+                    crate::grant::Executor::Delegate,
+                    &[],
+                    &self.capsule.manifest.credentials(),
+                    None,
+                    &crate::grant::mur_vars(),
+                ),
             })
         });
         let components = self
@@ -408,10 +420,16 @@ impl Stage<'_> {
     }
 
     /// The agent's transport. A process harness sees only what the capsule may
-    /// (`agent::harness_env`: its folders and `capabilities.env.allow`).
+    /// (`grant::env`: its folders and `capabilities.env.allow`, no credential).
     fn transport(&self, records: &Records) -> TransportConfig {
         let m = &self.capsule.manifest;
-        let env = crate::agent::harness_env(records, &self.workdir, &m.capabilities.env.allow);
+        let env = crate::grant::env(
+            crate::grant::Executor::Harness,
+            &m.capabilities.env.allow,
+            &m.credentials(),
+            Some(&session_folders(records, &self.workdir)),
+            &crate::grant::mur_vars(),
+        );
         TransportConfig::from_manifest(
             &m.agent.transport,
             &self.capsule.root,
@@ -448,6 +466,17 @@ impl Stage<'_> {
 }
 
 /// `http://127.0.0.1:<port>`, as the readiness line and the running record give it.
+/// The folders and id a session's harness and shell commands are given (`grant::env`).
+fn session_folders(records: &Records, workdir: &std::path::Path) -> crate::grant::Session {
+    crate::grant::Session {
+        id: records.session_id.clone(),
+        workdir: workdir.to_path_buf(),
+        home: records.home_dir(),
+        out: records.out_dir(),
+        tmp: records.tmp_dir(),
+    }
+}
+
 fn door_base(door: &Door) -> String {
     door.url().trim_end_matches('/').to_string()
 }

@@ -10,8 +10,11 @@ async fn read_all(pipe: &mut Pipe) -> String {
     out
 }
 
+#[rstest::rstest]
 #[tokio::test]
-async fn a_child_gets_its_args_env_folder_and_descriptors() {
+async fn a_child_gets_its_args_env_folder_and_descriptors(
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
+) {
     let dir = tempfile::tempdir().unwrap();
     let (r, mut w) = std::io::pipe().unwrap();
     w.write_all(b"handed over").unwrap();
@@ -29,7 +32,7 @@ async fn a_child_gets_its_args_env_folder_and_descriptors() {
         .current_dir(dir.path())
         .stderr(Stderr::Piped)
         .fd(r.into(), 5);
-    let mut child = spawn.spawn(None).unwrap();
+    let mut child = spawn.start_with(None, via).unwrap().started().unwrap();
     let out = read_all(child.stdout.as_mut().unwrap()).await;
     let err = read_all(child.stderr.as_mut().unwrap()).await;
     let status = child.wait().await.unwrap();
@@ -60,7 +63,7 @@ fn sig_mask(status: &str, field: &str) -> u64 {
 #[rstest::rstest]
 #[tokio::test(flavor = "current_thread")]
 async fn a_child_starts_with_no_signal_blocked_and_the_parent_keeps_its_mask(
-    #[values(true, false)] clone3: bool,
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
 ) {
     let thread_mask = || {
         sig_mask(
@@ -71,7 +74,7 @@ async fn a_child_starts_with_no_signal_blocked_and_the_parent_keeps_its_mask(
     let before = thread_mask();
     let mut child = Spawn::new("/bin/cat")
         .arg("/proc/self/status")
-        .start_with(None, clone3)
+        .start_with(None, via)
         .unwrap()
         .started()
         .unwrap();
@@ -87,9 +90,15 @@ async fn a_child_starts_with_no_signal_blocked_and_the_parent_keeps_its_mask(
     assert_eq!(sig_mask(&status, "SigIgn:") & sigpipe, 0, "{status}");
 }
 
+#[rstest::rstest]
 #[tokio::test]
-async fn a_program_that_cannot_run_is_an_error_not_a_child() {
-    let err = Spawn::new("/nonexistent/program").spawn(None).unwrap_err();
+async fn a_program_that_cannot_run_is_an_error_not_a_child(
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
+) {
+    let err = Spawn::new("/nonexistent/program")
+        .start_with(None, via)
+        .and_then(Starting::started)
+        .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
     let err = Spawn::new("sh").spawn(None).unwrap_err();
     assert!(err.to_string().contains("as a path"), "{err}");
@@ -102,11 +111,13 @@ async fn a_program_that_cannot_run_is_an_error_not_a_child() {
 
 #[rstest::rstest]
 #[tokio::test]
-async fn own_group_leads_a_group_and_start_kill_kills(#[values(true, false)] clone3: bool) {
+async fn own_group_leads_a_group_and_start_kill_kills(
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
+) {
     let mut child = Spawn::new("/bin/sleep")
         .arg("60")
         .own_group()
-        .start_with(None, clone3)
+        .start_with(None, via)
         .unwrap()
         .started()
         .unwrap();
@@ -126,14 +137,14 @@ async fn own_group_leads_a_group_and_start_kill_kills(#[values(true, false)] clo
 #[rstest::rstest]
 #[tokio::test]
 async fn own_session_leads_a_session_and_stdout_to_writes_the_file(
-    #[values(true, false)] clone3: bool,
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
 ) {
     let out = tempfile::NamedTempFile::new().unwrap();
     let mut child = Spawn::new("/bin/sh")
         .args(["-c", "echo written"])
         .own_session()
         .stdout_to(out.reopen().unwrap().into())
-        .start_with(None, clone3)
+        .start_with(None, via)
         .unwrap()
         .started()
         .unwrap();
@@ -164,20 +175,115 @@ async fn a_child_starts_inside_the_cgroup_it_is_given() {
     let fd = std::fs::File::open(&dir).unwrap();
     let name = dir.file_name().unwrap().to_string_lossy().to_string();
     // By clone3 into it, and by clone and a move (where seccomp refuses clone3).
-    for clone3 in [true, false] {
+    for via in [Via::VforkClone3, Via::ForkClone3, Via::Clone] {
         let mut child = Spawn::new("/bin/cat")
             .arg("/proc/self/cgroup")
-            .start_with(Some(fd.as_fd()), clone3)
+            .start_with(Some(fd.as_fd()), via)
             .unwrap()
             .started()
             .unwrap();
         let out = read_all(child.stdout.as_mut().unwrap()).await;
         assert!(child.wait().await.unwrap().success());
         let line = out.lines().find(|l| l.starts_with("0::")).unwrap();
-        assert!(
-            line.ends_with(&format!("/{name}")),
-            "clone3 {clone3}: {out}"
-        );
+        assert!(line.ends_with(&format!("/{name}")), "{via:?}: {out}");
     }
     std::fs::remove_dir(&dir).unwrap();
+}
+
+/// The harness's and the shell's start: an environment of only what is set, a piped
+/// stdin, and a subreaper that keeps what its children orphan.
+#[rstest::rstest]
+#[tokio::test]
+async fn env_clear_stdin_piped_and_a_subreaper_that_adopts_orphans(
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
+) {
+    use tokio::io::AsyncWriteExt;
+    // The orphan's parent, read once the subshell that started it has exited.
+    let script = "read line; echo \"$line $(env | sort | tr '\\n' ' ')\"; \
+        p=$( (/bin/sleep 30 >/dev/null 2>&1 & echo $!) ); \
+        read _ _ _ ppid _ < /proc/$p/stat; kill $p; [ \"$ppid\" = $$ ] && echo adopted";
+    let mut child = Spawn::new("/bin/sh")
+        .args(["-c", script])
+        .env_clear()
+        .env("ONLY", "this")
+        .stdin_piped()
+        .parent_death_signal()
+        .child_subreaper()
+        .own_group()
+        .start_with(None, via)
+        .unwrap()
+        .started()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello\n").await.unwrap();
+    drop(stdin);
+    let out = read_all(child.stdout.as_mut().unwrap()).await;
+    assert!(child.wait().await.unwrap().success(), "{out}");
+    let mut lines = out.lines();
+    let env = lines.next().unwrap();
+    // sh itself sets PWD (and may set SHLVL, _); nothing of this process's own.
+    assert!(
+        env.starts_with("hello ") && env.contains("ONLY=this"),
+        "{out}"
+    );
+    assert!(!env.contains("PATH=") && !env.contains("HOME="), "{out}");
+    assert_eq!(lines.next(), Some("adopted"), "{out}");
+}
+
+/// The parent-death signal: a child whose spawning thread ends is SIGKILLed.
+#[rstest::rstest]
+#[test]
+fn a_child_dies_with_the_thread_that_started_it(
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
+) {
+    let pid = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let child = Spawn::new("/bin/sleep")
+                .arg("60")
+                .parent_death_signal()
+                .start_with(None, via)
+                .unwrap()
+                .started()
+                .unwrap();
+            child.id().unwrap()
+        })
+    })
+    .join()
+    .unwrap();
+    let status = wait_blocking(pid as i32).unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+}
+
+#[test]
+fn the_test_setting_names_the_fork_like_paths() {
+    assert_eq!(Via::parse("fork-clone3"), Some(Via::ForkClone3));
+    assert_eq!(Via::parse(" clone "), Some(Via::Clone));
+    assert_eq!(Via::parse("vfork-clone3"), Some(Via::VforkClone3));
+    for off in ["", "fork", "clone4"] {
+        assert_eq!(Via::parse(off), None, "{off}");
+    }
+}
+
+#[test]
+fn a_program_is_found_as_a_shell_finds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path();
+    // A name with a `/` is taken from the folder, found or not.
+    assert_eq!(
+        find_program("./harness", here, "/bin"),
+        Some(here.join("harness"))
+    );
+    // A bare name: the first executable of that name along the path.
+    assert_eq!(
+        find_program("sh", here, "/nonexistent:/bin:/usr/bin"),
+        Some(std::path::PathBuf::from("/bin/sh"))
+    );
+    std::fs::write(here.join("not-executable"), "").unwrap();
+    assert_eq!(find_program("not-executable", here, "."), None);
+    assert_eq!(find_program("no-such-program", here, "/bin"), None);
+    assert_eq!(find_program("", here, "/bin"), None);
 }

@@ -6,7 +6,8 @@
 //!
 //! The child shares the parent's memory, so it runs only the entry function given,
 //! which must keep to what a child between fork and exec may do and never return.
-//! Signals: every one is blocked in the calling thread across the clone, and the
+//! Signals: every one is blocked in the calling thread across the clone (as on every
+//! path of `spawn`), and the
 //! entry function sets each handled signal back to its default before it unblocks
 //! them, so no handler of the parent's runs in the child on the parent's data.
 
@@ -38,7 +39,7 @@ impl Stack {
                 return Err(io::Error::last_os_error());
             }
             let stack = Stack { base };
-            if libc::mprotect(base, page_size(), libc::PROT_NONE) != 0 {
+            if libc::mprotect(base, rustix::param::page_size(), libc::PROT_NONE) != 0 {
                 return Err(io::Error::last_os_error());
             }
             Ok(stack)
@@ -54,34 +55,6 @@ impl Drop for Stack {
     }
 }
 
-fn page_size() -> usize {
-    // SAFETY: sysconf reads a constant.
-    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
-}
-
-/// All signals blocked in this thread, until dropped.
-pub(super) struct Blocked(libc::sigset_t);
-
-impl Blocked {
-    pub(super) fn all() -> Blocked {
-        // SAFETY: plain sigset_t values; pthread_sigmask changes this thread's mask.
-        unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
-            Blocked(old)
-        }
-    }
-}
-
-impl Drop for Blocked {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask saved in `all`.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
-    }
-}
-
 /// Clones with `args` (its flags gain `CLONE_VM | CLONE_VFORK`, its stack is
 /// `stack`); the child calls `entry(ctx)`. Returns what `clone3` returned to the
 /// parent (a pid, or `-errno`), once the child has exec'd or exited.
@@ -89,7 +62,7 @@ impl Drop for Blocked {
 /// # Safety
 /// `entry` must never return, and must do only what a child between fork and exec
 /// may (async-signal-safe calls, no allocation) on data that outlives this call. The
-/// caller blocks every signal around it ([`Blocked::all`]).
+/// caller blocks every signal around it (`spawn::Blocked`).
 pub(super) unsafe fn clone3(
     args: &mut libc::clone_args,
     stack: &Stack,

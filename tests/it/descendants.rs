@@ -109,6 +109,68 @@ fn a_session_s_end_leaves_no_grandchild() {
     assert!(gone(&gc), "grandchild {} outlived its session", gc.pid);
 }
 
+/// A harness that exits after answering leaves its setsid'd grandchild reparented to
+/// the session, which lives on (it sleeps between tasks): the task's end kills it,
+/// however the session's children are cloned (`MUR_TEST_SPAWN_VIA`).
+#[rstest::rstest]
+fn a_harness_that_exits_after_answering_leaves_nothing_at_the_task_s_end(
+    #[values(None, Some("fork-clone3"), Some("clone"))] via: Option<&str>,
+) {
+    use crate::support::session::{Session, rpc};
+    let w = World::new();
+    let pidfile = w.path("gc.pid");
+    w.install(
+        "quitter",
+        "",
+        Some(&format!(
+            "IFS= read -r task\n{}echo '{{\"type\":\"message\",\"text\":\"done\"}}'\nexit 0\n",
+            grandchild(&pidfile)
+        )),
+    );
+    let mut cmd = w.run("quitter");
+    cmd.arg("--json");
+    if let Some(via) = via {
+        cmd.env("MUR_TEST_SPAWN_VIA", via);
+    }
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let sent = rpc(
+        &door,
+        &w.token(&id),
+        "SendMessage",
+        serde_json::json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}),
+    );
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    let gc = await_grandchild(&pidfile);
+    // The task has ended; what its harness left goes with it (the transport's stop, a
+    // moment after the answer), while the session lives on. Unfixed, it lived until
+    // the session's end.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !gone(&gc) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let outlived = !gone(&gc);
+    if outlived {
+        kill_leftover(&gc);
+    }
+    assert!(
+        !outlived,
+        "grandchild {} outlived its task (the harness exited first)",
+        gc.pid
+    );
+    assert!(
+        descendants::stat(s.child.id()).is_some_and(|p| !p.is_zombie()),
+        "the session sleeps on after its task"
+    );
+    s.signal(Signal::SIGTERM);
+    s.wait(LIMIT);
+}
+
 /// `mur new --roster team`, both members on process harnesses: `lead` starts a
 /// grandchild and calls `helper`, whose harness starts one too and works for ten
 /// minutes.

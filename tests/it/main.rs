@@ -34,6 +34,7 @@ mod formation_cli;
 mod formation_learns;
 mod formation_real;
 mod fuzz_regressions;
+mod grants;
 mod help;
 mod hostile;
 mod human_output;

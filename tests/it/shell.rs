@@ -127,3 +127,64 @@ fn without_capabilities_shell_there_is_no_shell_tool() {
         "{line}"
     );
 }
+
+/// A background process that holds the output open does not cost what the command
+/// wrote: past the output grace, the read so far is the result. Run each way a child
+/// may be cloned (`MUR_TEST_SPAWN_VIA`).
+#[rstest::rstest]
+fn what_was_read_comes_back_when_a_background_process_holds_the_output(
+    #[values(None, Some("fork-clone3"), Some("clone"))] via: Option<&str>,
+) {
+    let w = World::new();
+    let pidfile = w.path("bg.pid");
+    capsule(
+        &w.proj,
+        "capabilities:\n  shell: {}\n",
+        &format!(
+            "{{\"command\":\"sleep 100 & echo $! > {}; echo x; echo y >&2\"}}",
+            pidfile.display()
+        ),
+    );
+    let env: Vec<(&str, &str)> = via.map(|v| ("MUR_TEST_SPAWN_VIA", v)).into_iter().collect();
+    let (line, _) = run(&w, &env);
+    assert_eq!(line["is_error"], false, "{line}");
+    let out = output(&line);
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert_eq!(out["stdout"], "x\n", "{out}");
+    assert_eq!(out["stderr"], "y\n", "{out}");
+    // The session's end swept the sleeper.
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        mur::descendants::stat(pid).is_none_or(|p| p.is_zombie()),
+        "the background sleep {pid} outlived the session"
+    );
+}
+
+/// The capsule's credentials reach no shell command, whatever `baseline_env` says,
+/// and nor do proxy variables of mur's environment.
+#[test]
+fn credentials_and_proxies_reach_no_shell_command() {
+    let w = World::new();
+    capsule(
+        &w.proj,
+        "network:\n  authentication:\n    bearer_env: [DOOR_TOKEN]\ncapabilities:\n  shell:\n    baseline_env: [DOOR_TOKEN, HTTPS_PROXY, FOO]\n",
+        "{\"command\":\"env\"}",
+    );
+    let (line, _) = run(
+        &w,
+        &[
+            ("DOOR_TOKEN", "d00r-s3cr3t"),
+            ("HTTPS_PROXY", "http://proxy.invalid"),
+            ("FOO", "bar"),
+        ],
+    );
+    let out = output(&line);
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.contains("FOO=bar"), "{stdout}");
+    assert!(!stdout.contains("d00r-s3cr3t"), "{stdout}");
+    assert!(!stdout.contains("proxy.invalid"), "{stdout}");
+}

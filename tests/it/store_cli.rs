@@ -345,6 +345,7 @@ fn ls_refuses_an_unreadable_store() {
 /// store then holds no artifact, only the dot-named leftover, which `ls` ignores, and
 /// the next install goes through.
 #[test]
+#[allow(unsafe_code, reason = "a pre_exec hook that lowers the child's limits")]
 fn an_install_killed_while_writing_leaves_no_artifact() {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let w = World::new();

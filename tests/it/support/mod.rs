@@ -105,8 +105,7 @@ impl World {
     /// permissions bind it; the whole world is opened to that user.
     pub fn mur_unprivileged(&self) -> Command {
         let mut cmd = self.mur();
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
+        if nix::unistd::geteuid().is_root() {
             chown_all(self.dir.path(), 65534);
             cmd.uid(65534).gid(65534);
         }
