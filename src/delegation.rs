@@ -19,6 +19,7 @@ use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput, TurnEnd};
 use crate::catalogue::E_RUN_046;
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Open};
 use crate::lifeline::Lifeline;
 use crate::spawn::{Spawn, Stderr};
 
@@ -65,15 +66,26 @@ pub struct DelegationConfig {
     pub allow: Vec<String>,
     /// The session's formation id, passed on (`MURMUR_FORMATION_ID`).
     pub formation_id: Option<String>,
-    /// The session's records `logs/` (each child's stderr) and `tmp/` (each task file).
+    /// The session's records `logs/` (each child's stderr) and `runtime/` (each task
+    /// file): folders no component, harness or shell is granted (docs/design/writes.md).
     pub logs: PathBuf,
-    pub tmp: PathBuf,
+    pub runtime: PathBuf,
 }
 
 impl DelegationConfig {
     /// The program: this executable.
     pub fn program() -> PathBuf {
         std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mur"))
+    }
+}
+
+/// A delegated task's file, removed when dropped: once its child exited, or at once
+/// when the child could not be started.
+struct TaskFile(PathBuf);
+
+impl Drop for TaskFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -192,19 +204,21 @@ impl Delegations {
         let c = &self.config;
         let n = format!("{}-{idx}", std::process::id());
         // The task goes in a file: a command line is no place for it, and `--task`
-        // takes a file's content.
-        let task_file = c.tmp.join(format!("delegate-{n}.md"));
-        std::fs::write(&task_file, task)?;
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(c.logs.join(format!("delegate-{n}.log")))?;
+        // takes a file's content. Not in tmp/, which every tool and hook may fill with
+        // symlinks at the names it predicts: in runtime/, mur's own, and made new.
+        fsutil::private_dir(&c.runtime)?;
+        let path = c.runtime.join(format!("delegate-{n}.md"));
+        let mut file = fsutil::open_private(&path, Open::New)?;
+        let task_file = TaskFile(path);
+        std::io::Write::write_all(&mut file, task.as_bytes())?;
+        drop(file);
+        let stderr = fsutil::open_private(&c.logs.join(format!("delegate-{n}.log")), Open::Append)?;
         let (lifeline, read_end) = Lifeline::new()?;
         let mut cmd = Spawn::new(&c.program);
         cmd.arg("run")
             .args(["--capsule", capsule, "--capsule-version", version])
             .arg("--task")
-            .arg(&task_file)
+            .arg(&task_file.0)
             // This session's `-v`s: the child's log goes to its delegate-<n>.log.
             .args(crate::output::verbosity_args())
             .current_dir(&c.project_dir)
@@ -241,7 +255,7 @@ impl Delegations {
             }
             let status = child.wait().await.ok();
             drop(own);
-            let _ = std::fs::remove_file(&task_file);
+            drop(task_file);
             me.settle(idx, status, String::from_utf8_lossy(&text).into_owned());
         });
         Ok(())

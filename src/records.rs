@@ -18,8 +18,9 @@ use crate::paths;
 mod flush;
 pub(crate) use flush::Flusher;
 
-/// The folders made inside every records directory.
-pub(crate) const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
+/// The folders made inside every records directory. `runtime/` holds files mur makes
+/// for itself (a delegated task): no component, harness or shell is granted it.
+pub(crate) const SUBDIRS: [&str; 5] = ["out", "home", "tmp", "logs", "runtime"];
 
 /// A session's records directory.
 #[derive(Debug, Clone)]
@@ -144,6 +145,10 @@ impl Records {
     }
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.join("logs")
+    }
+    /// mur's own folder: granted to no component, harness or shell command.
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.dir.join("runtime")
     }
     pub fn murmur_md_path(&self) -> PathBuf {
         self.dir.join("MURMUR.md")

@@ -67,10 +67,7 @@ impl ProcessTransport {
             program = cfg.cwd.join(program);
         }
         let stderr = match &cfg.stderr {
-            Some(path) => std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
+            Some(path) => crate::fsutil::open_private(path, crate::fsutil::Open::Append)
                 .map(Stdio::from)
                 .map_err(|e| format!("cannot open {} for its stderr: {e}", path.display()))?,
             None => Stdio::inherit(),

@@ -219,7 +219,7 @@ impl Stage<'_> {
                 allow: spawn.clone(),
                 formation_id: formation_id.clone().or(self.unbound_formation.clone()),
                 logs: records.logs_dir(),
-                tmp: records.tmp_dir(),
+                runtime: records.runtime_dir(),
             })
         });
         let components = self
