@@ -111,6 +111,10 @@ async fn delegations(root: &Path, proj: &Path, iters: usize) -> Vec<Duration> {
         formation_id: None,
         logs,
         runtime,
+        tree: Arc::new(
+            mur::delegation::tree::Tree::new(None, mur::delegation::tree::Asked::default())
+                .unwrap(),
+        ),
     });
     let cancel = CancellationToken::new();
     let mut samples = Vec::with_capacity(iters);
