@@ -218,16 +218,13 @@ impl Records {
                         p + 1,
                         safe_name(filename.as_deref().unwrap_or("file"))
                     );
-                    DirBuilder::new()
-                        .recursive(true)
-                        .mode(0o700)
-                        .create(&dir)
-                        .map_err(|e| {
-                            Diagnostic::new(
-                                catalogue::E_REC_001,
-                                format!("cannot create {}: {e}", dir.display()),
-                            )
-                        })?;
+                    // A real folder, never a symlink a harness put at out/files.
+                    fsutil::private_dir(&dir).map_err(|e| {
+                        Diagnostic::new(
+                            catalogue::E_REC_001,
+                            format!("cannot create {}: {e}", dir.display()),
+                        )
+                    })?;
                     let path = dir.join(&name);
                     fsutil::write_atomic(&path, bytes, 0o600, Durability::Data)
                         .map_err(|e| fsutil::write_failed(catalogue::E_REC_001, &path, &e))?;
@@ -550,7 +547,8 @@ impl ResultFiles {
         use rustix::fs::{Mode, OFlags, RenameFlags};
         use std::os::unix::fs::FileExt;
         if self.dir.is_none() {
-            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            // out/ is named to a harness (MURMUR_OUT): never a symlink put in its place.
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             self.dir = Some(rustix::fs::open(out, flags, Mode::empty())?);
         }
         let Some(dir) = &self.dir else { unreachable!() };
