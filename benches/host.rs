@@ -104,16 +104,19 @@ async fn shell_calls(root: &Path, iters: usize) -> Vec<Duration> {
 }
 
 async fn delegations(root: &Path, proj: &Path, iters: usize) -> Vec<Duration> {
-    let (logs, tmp) = (root.join("logs"), root.join("tmp"));
+    let (logs, runtime) = (root.join("logs"), root.join("runtime"));
     std::fs::create_dir_all(&logs).unwrap();
-    std::fs::create_dir_all(&tmp).unwrap();
     let config = Arc::new(DelegationConfig {
         program: clean::mur_bin().into(),
         project_dir: proj.to_path_buf(),
         allow: vec!["local/*".into()],
         formation_id: None,
         logs,
-        tmp,
+        runtime,
+        tree: Arc::new(
+            mur::delegation::tree::Tree::new(None, mur::delegation::tree::Asked::default())
+                .unwrap(),
+        ),
         env: mur::grant::mur_vars(),
     });
     let cancel = CancellationToken::new();

@@ -6,7 +6,10 @@
 //!
 //! A child inherits `MURMUR_FORMATION_ID` and nothing else of the formation. It holds
 //! a spawner lifeline (`MURMUR_SPAWNER_LIFELINE`) whose write end only this session
-//! holds: the child winds down when it closes, however this session ends.
+//! holds: the child winds down when it closes, however this session ends. Its first
+//! line tells the child its depth and the tree's limits ([`tree`]).
+
+pub mod tree;
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -19,6 +22,7 @@ use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, Tool, ToolCall, ToolOutput, TurnEnd};
 use crate::catalogue::E_RUN_046;
 use crate::diag::{Diagnostic, Result};
+use crate::fsutil::{self, Open};
 use crate::lifeline::Lifeline;
 use crate::spawn::{Spawn, Stderr};
 
@@ -35,11 +39,16 @@ pub const ANSWERS_LEAD: &str =
 const RESULT_CAP: u64 = 1024 * 1024;
 
 /// The child side: the spawner lifeline this session inherited, if it is a delegated
-/// child. Refused (E-RUN-046) when the variable names no usable descriptor.
-pub fn spawner_lifeline() -> Result<Option<OwnedFd>> {
-    crate::proc::take_inherited(SPAWNER_ENV)
-        .map(|fd| fd.map(|(fd, _)| fd))
-        .map_err(|e| Diagnostic::new(E_RUN_046, e.to_string()))
+/// child, with the delegation line read from it and the tree's token pipe. Refused
+/// (E-RUN-046) when the variable names no usable descriptor or no line came.
+pub fn spawner_lifeline() -> Result<Option<(OwnedFd, tree::Inherited)>> {
+    let Some((fd, _)) = crate::proc::take_inherited(SPAWNER_ENV)
+        .map_err(|e| Diagnostic::new(E_RUN_046, e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    let inherited = tree::inherit(&fd)?;
+    Ok(Some((fd, inherited)))
 }
 
 /// Whether `capsule` (`<scope>/<name>`) matches one of `allow`'s patterns
@@ -65,9 +74,12 @@ pub struct DelegationConfig {
     pub allow: Vec<String>,
     /// The session's formation id, passed on (`MURMUR_FORMATION_ID`).
     pub formation_id: Option<String>,
-    /// The session's records `logs/` (each child's stderr) and `tmp/` (each task file).
+    /// The session's records `logs/` (each child's stderr) and `runtime/` (each task
+    /// file): folders no component, harness or shell is granted (docs/design/writes.md).
     pub logs: PathBuf,
-    pub tmp: PathBuf,
+    pub runtime: PathBuf,
+    /// This session's place in its delegation tree and the limits in force.
+    pub tree: Arc<tree::Tree>,
     /// The child's environment before mur sets its `MURMUR_*` variables (`grant::env`
     /// for a delegate: no `MURMUR_*` and none of the door's credentials).
     pub env: Vec<(String, String)>,
@@ -77,6 +89,16 @@ impl DelegationConfig {
     /// The program: this executable.
     pub fn program() -> PathBuf {
         std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mur"))
+    }
+}
+
+/// A delegated task's file, removed when dropped: once its child exited, or at once
+/// when the child could not be started.
+struct TaskFile(PathBuf);
+
+impl Drop for TaskFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -100,6 +122,8 @@ struct Entry {
     lifeline: Option<Lifeline>,
     /// The child's pid while it runs (its process group too).
     pid: Option<u32>,
+    /// Holds one of the tree's tokens: from its admission until the child exited.
+    live: bool,
     reply: Reply<Answer>,
 }
 
@@ -166,12 +190,17 @@ impl Delegations {
         }
         let idx = {
             let mut st = self.lock();
+            let live = st.iter().filter(|e| e.live).count();
+            if let Err(refusal) = self.config.tree.admit(live) {
+                return ToolOutput::error(refusal);
+            }
             st.push(Entry {
                 call_id: call_id.to_string(),
                 capsule: capsule.to_string(),
                 version: version.to_string(),
                 lifeline: None,
                 pid: None,
+                live: true,
                 reply: Reply::awaited(),
             });
             st.len() - 1
@@ -185,6 +214,8 @@ impl Delegations {
                 // Nothing owed: the call failed here.
                 if let Some(entry) = self.lock().get_mut(idx) {
                     entry.reply.delivered = true;
+                    entry.live = false;
+                    self.config.tree.give_back();
                 }
                 ToolOutput::error(format!("cannot start {capsule}@{version}: {e}"))
             }
@@ -207,19 +238,27 @@ impl Delegations {
         let c = &self.config;
         let n = format!("{}-{idx}", std::process::id());
         // The task goes in a file: a command line is no place for it, and `--task`
-        // takes a file's content.
-        let task_file = c.tmp.join(format!("delegate-{n}.md"));
-        std::fs::write(&task_file, task)?;
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(c.logs.join(format!("delegate-{n}.log")))?;
+        // takes a file's content. Not in tmp/, which every tool and hook may fill with
+        // symlinks at the names it predicts: in runtime/, mur's own, and made new.
+        fsutil::private_dir(&c.runtime)?;
+        let path = c.runtime.join(format!("delegate-{n}.md"));
+        let mut file = fsutil::open_private(&path, Open::New)?;
+        let task_file = TaskFile(path);
+        std::io::Write::write_all(&mut file, task.as_bytes())?;
+        drop(file);
+        let stderr = fsutil::open_private(&c.logs.join(format!("delegate-{n}.log")), Open::Append)?;
         let (lifeline, read_end) = Lifeline::new()?;
+        // Written before the child exists, so it is there for the child's first read;
+        // the capsule it runs has no way to it.
+        let mut line = serde_json::to_vec(&c.tree.child_line()).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        lifeline.write_all(&line)?;
+        let [pool_read, pool_write] = c.tree.pool_for_child()?;
         let mut cmd = Spawn::new(&c.program);
         cmd.arg("run")
             .args(["--capsule", capsule, "--capsule-version", version])
             .arg("--task")
-            .arg(&task_file)
+            .arg(&task_file.0)
             // Beside the task, on the command line mur writes (docs/trace.md).
             .args(
                 self.parent_of(idx)
@@ -239,7 +278,9 @@ impl Delegations {
             .stderr(Stderr::To(stderr.into()))
             .own_group()
             .kill_on_drop()
-            .fd(read_end, SPAWNER_FD);
+            .fd(read_end, SPAWNER_FD)
+            .fd(pool_read, tree::POOL_FDS[0])
+            .fd(pool_write, tree::POOL_FDS[1]);
         if let Some(id) = &c.formation_id {
             cmd.env(crate::env::MURMUR_FORMATION_ID, id);
         }
@@ -261,7 +302,7 @@ impl Delegations {
             }
             let status = child.wait().await.ok();
             drop(own);
-            let _ = std::fs::remove_file(&task_file);
+            drop(task_file);
             me.settle(idx, status, String::from_utf8_lossy(&text).into_owned());
         });
         Ok(())
@@ -274,6 +315,9 @@ impl Delegations {
             return;
         };
         e.pid = None;
+        if std::mem::take(&mut e.live) {
+            self.config.tree.give_back();
+        }
         let canceled = e.lifeline.as_ref().is_none_or(|l| l.is_closed());
         e.lifeline = None;
         if e.reply.answer.is_none() {

@@ -1,6 +1,7 @@
 //! Lifelines: the read end of a pipe whose only write end the launcher holds.
 //!
-//! Nothing is ever written to a lifeline. A member reads end of file on it in exactly
+//! Nothing is written to a member's lifeline (a spawner lifeline carries one line
+//! first: docs/delegation.md). A member reads end of file on it in exactly
 //! one case: the formation has ended, because the launcher closed its end or because
 //! the launcher's process died by any means (the kernel closes its descriptors on
 //! SIGKILL and on the OOM killer alike).
@@ -30,6 +31,19 @@ impl Lifeline {
     /// Closes the launcher's end; the member reads end of file.
     pub fn close(&mut self) {
         self.0 = None;
+    }
+
+    /// Writes `bytes` to the pipe: only a spawner lifeline's first line
+    /// (docs/delegation.md), before the child starts, so a pipe's buffer holds it.
+    pub fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        let Some(fd) = &self.0 else {
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+        };
+        while !bytes.is_empty() {
+            let n = rustix::io::write(fd, bytes)?;
+            bytes = &bytes[n..];
+        }
+        Ok(())
     }
 
     pub fn is_closed(&self) -> bool {

@@ -18,7 +18,6 @@
 
 use std::fmt::{self, Display, Write as _};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -184,11 +183,7 @@ fn write_line(w: &mut dyn Write, line: &dyn Display) -> std::io::Result<()> {
 }
 
 fn append(path: &Path, line: &dyn Display) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)?;
+    let mut file = crate::fsutil::open_private(path, crate::fsutil::Open::Append)?;
     let line = format!("{} {line}\n", crate::a2a::time::now());
     file.write_all(line.as_bytes())
 }

@@ -18,8 +18,9 @@ use crate::paths;
 mod flush;
 pub(crate) use flush::Flusher;
 
-/// The folders made inside every records directory.
-pub(crate) const SUBDIRS: [&str; 4] = ["out", "home", "tmp", "logs"];
+/// The folders made inside every records directory. `runtime/` holds files mur makes
+/// for itself (a delegated task): no component, harness or shell is granted it.
+pub(crate) const SUBDIRS: [&str; 5] = ["out", "home", "tmp", "logs", "runtime"];
 
 /// A session's records directory.
 #[derive(Debug, Clone)]
@@ -141,6 +142,10 @@ impl Records {
     pub(crate) fn logs_dir(&self) -> PathBuf {
         self.dir.join("logs")
     }
+    /// mur's own folder: granted to no component, harness or shell command.
+    pub(crate) fn runtime_dir(&self) -> PathBuf {
+        self.dir.join("runtime")
+    }
     pub(crate) fn murmur_md_path(&self) -> PathBuf {
         self.dir.join("MURMUR.md")
     }
@@ -209,16 +214,13 @@ impl Records {
                         p + 1,
                         safe_name(filename.as_deref().unwrap_or("file"))
                     );
-                    DirBuilder::new()
-                        .recursive(true)
-                        .mode(0o700)
-                        .create(&dir)
-                        .map_err(|e| {
-                            Diagnostic::new(
-                                catalogue::E_REC_001,
-                                format!("cannot create {}: {e}", dir.display()),
-                            )
-                        })?;
+                    // A real folder, never a symlink a harness put at out/files.
+                    fsutil::private_dir(&dir).map_err(|e| {
+                        Diagnostic::new(
+                            catalogue::E_REC_001,
+                            format!("cannot create {}: {e}", dir.display()),
+                        )
+                    })?;
                     let path = dir.join(&name);
                     fsutil::write_atomic(&path, bytes, 0o600, Durability::Data)
                         .map_err(|e| fsutil::write_failed(catalogue::E_REC_001, &path, &e))?;
@@ -527,7 +529,8 @@ impl ResultFiles {
         use rustix::fs::{Mode, OFlags, RenameFlags};
         use std::os::unix::fs::FileExt;
         if self.dir.is_none() {
-            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            // out/ is named to a harness (MURMUR_OUT): never a symlink put in its place.
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             self.dir = Some(rustix::fs::open(out, flags, Mode::empty())?);
         }
         let Some(dir) = &self.dir else { unreachable!() };

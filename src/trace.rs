@@ -548,8 +548,10 @@ impl TraceWriter {
     /// after its last complete record.
     pub fn append(path: &Path) -> Result<Self> {
         let seq = read(path)?.records.last().map_or(0, |r| r.seq);
+        // Never through a symlink planted at the name (docs/design/writes.md).
         let file = OpenOptions::new()
             .append(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(path)
             .map_err(|e| write_error(path, &e))?;
         Ok(Self::with_file(path, file, seq))

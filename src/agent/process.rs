@@ -79,10 +79,7 @@ impl ProcessTransport {
                 )
             })?;
         let stderr = match &cfg.stderr {
-            Some(path) => std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
+            Some(path) => crate::fsutil::open_private(path, crate::fsutil::Open::Append)
                 .map(|f| Stderr::To(f.into()))
                 .map_err(|e| format!("cannot open {} for its stderr: {e}", path.display()))?,
             None => Stderr::Inherit,

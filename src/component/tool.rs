@@ -101,7 +101,14 @@ impl Host {
             .ok()
             .filter(Value::is_object)
             .ok_or_else(|| format!("schema() returned no JSON object: {}", clip(&text)))?;
-        let _ = std::fs::write(&cached, value.to_string());
+        // Owner-only like the rest of the cache (docs/records.md); a lost write is
+        // only a schema asked again.
+        let _ = crate::fsutil::write_atomic(
+            &cached,
+            value.to_string().as_bytes(),
+            0o600,
+            crate::fsutil::Durability::Unsynced,
+        );
         Ok(value)
     }
 

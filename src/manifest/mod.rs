@@ -197,8 +197,23 @@ pub struct Capabilities {
     pub env: AllowList,
     /// None: no shell tool.
     pub shell: Option<Shell>,
-    /// Capsules (`<scope>/<name>` or `<scope>/*`) this capsule may delegate to.
-    pub spawn: AllowList,
+    /// Capsules (`<scope>/<name>` or `<scope>/*`) this capsule may delegate to, and
+    /// how far its session tree may delegate.
+    pub spawn: Spawn,
+}
+
+/// The largest `capabilities.spawn.max_depth` and `max_live` (and their `mur run`
+/// flags): a tree's tokens must fit in one pipe's buffer.
+pub const SPAWN_LIMIT_MAX: u32 = 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Spawn {
+    pub allow: Vec<String>,
+    /// `max_depth`: how deep a session tree this capsule roots may nest (a child's own
+    /// can only lower it). None: the default (docs/delegation.md).
+    pub max_depth: Option<u32>,
+    /// `max_live`: how many delegated sessions its tree may run at once.
+    pub max_live: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -578,7 +578,13 @@ fn capabilities<'a>(r: &Reader, m: &Map<'a>) -> Result<(Capabilities, Option<&'a
         out.shell = Some(Shell { baseline_env });
     }
     let mut spawn_node = None;
-    if let Some(sp) = section(r, &s, "spawn", "capabilities.spawn", &["allow"])? {
+    if let Some(sp) = section(
+        r,
+        &s,
+        "spawn",
+        "capabilities.spawn",
+        &["allow", "max_depth", "max_live"],
+    )? {
         out.spawn.allow = list(
             r,
             &sp,
@@ -588,6 +594,16 @@ fn capabilities<'a>(r: &Reader, m: &Map<'a>) -> Result<(Capabilities, Option<&'a
             rules::spawn_pattern,
         )?;
         spawn_node = sp.get("allow");
+        let limit = |key: &str| {
+            sp.get(key)
+                .map(|n| {
+                    let field = format!("capabilities.spawn.{key}");
+                    bounded(r, n, &field, 1, super::SPAWN_LIMIT_MAX)
+                })
+                .transpose()
+        };
+        out.spawn.max_depth = limit("max_depth")?;
+        out.spawn.max_live = limit("max_live")?;
     }
     Ok((out, spawn_node))
 }

@@ -311,3 +311,30 @@ fn http_settings_have_defaults_and_are_checked_at_their_node() {
         .unwrap_err();
     assert!(err.message.contains("agent.stream"), "{err}");
 }
+
+#[test]
+fn spawn_limits_read_and_out_of_range_ones_are_refused_at_their_node() {
+    let m = p(&format!(
+        "{MINIMAL}capabilities:\n  spawn:\n    allow: [local/kid]\n    max_depth: 2\n    max_live: 5\n"
+    ))
+    .unwrap();
+    assert_eq!(m.capabilities.spawn.max_depth, Some(2));
+    assert_eq!(m.capabilities.spawn.max_live, Some(5));
+    for (key, value) in [
+        ("max_depth", "0"),
+        ("max_live", "1025"),
+        ("max_depth", "deep"),
+    ] {
+        let err = p(&format!(
+            "{MINIMAL}capabilities:\n  spawn:\n    allow: [local/kid]\n    {key}: {value}\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.message.contains(&format!("capabilities.spawn.{key}")),
+            "{}",
+            err.message
+        );
+        assert!(!err.hint_text().is_empty());
+        assert_eq!(at(&err).1, 5 + key.len() + 2);
+    }
+}

@@ -218,6 +218,42 @@ fn a_symlink_planted_as_the_spare_is_not_followed() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
 }
 
+/// out/ is named to a harness (MURMUR_OUT): a symlink it puts at out/files (or at
+/// out/ itself) takes no file part's bytes elsewhere.
+#[test]
+fn symlinks_planted_at_out_files_or_out_are_not_followed() {
+    let root = tempfile::tempdir().unwrap();
+    let r = Records::create_at(root.path().join("ses_1"), "ses_1").unwrap();
+    let elsewhere = root.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, r.out_dir().join("files")).unwrap();
+    let outcome = Outcome::Completed {
+        message: None,
+        artifacts: vec![Artifact {
+            artifact_id: "a1".into(),
+            name: None,
+            description: None,
+            parts: vec![Part::File {
+                filename: Some("x.txt".into()),
+                media_type: None,
+                content: FileContent::Bytes(b"bytes".to_vec()),
+            }],
+        }],
+    };
+    let err = r.write_result(&outcome, "").unwrap_err();
+    assert_eq!(err.code, catalogue::E_REC_001);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // out/ itself swapped for a link: the result goes nowhere.
+    std::fs::remove_file(r.out_dir().join("files")).unwrap();
+    std::fs::rename(r.out_dir(), root.path().join("old-out")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, r.out_dir()).unwrap();
+    let rejected = Outcome::Rejected {
+        reason: "no".into(),
+    };
+    assert!(r.write_result(&rejected, "").is_err());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
 #[test]
 fn safe_names_stay_in_their_folder() {
     assert_eq!(safe_name("../../x"), "x");

@@ -67,6 +67,15 @@ pub struct RunArgs {
     /// Continue that session's conversation.
     #[arg(long, value_name = "SES_ID", conflicts_with_all = ["roster", "capsule"])]
     pub resume: Option<String>,
+    /// How deep this session's delegations may nest (its children are at depth 1).
+    /// Over capabilities.spawn.max_depth; a delegated child's can only lower its
+    /// tree's.
+    #[arg(long, value_name = "N", value_parser = parse_limit)]
+    pub max_delegation_depth: Option<u32>,
+    /// How many delegated sessions this session's tree may run at once. Over
+    /// capabilities.spawn.max_live; a delegated child's can only lower its tree's.
+    #[arg(long, value_name = "N", value_parser = parse_limit)]
+    pub max_live_delegations: Option<u32>,
     /// Launch the formation of this roster.yaml (default: ./roster.yaml).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = ".")]
     pub roster: Option<PathBuf>,
@@ -104,6 +113,15 @@ pub enum IdleTimeout {
     Seconds(u64),
 }
 
+fn parse_limit(value: &str) -> std::result::Result<u32, String> {
+    let max = crate::manifest::SPAWN_LIMIT_MAX;
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("`{value}` is not a whole number from 1 to {max}"))
+}
+
 fn parse_idle(value: &str) -> std::result::Result<IdleTimeout, String> {
     if value == "none" {
         return Ok(IdleTimeout::None);
@@ -131,6 +149,14 @@ impl RunArgs {
             });
         }
         Ok(Some(task.clone()))
+    }
+
+    /// `--max-delegation-depth` and `--max-live-delegations`.
+    pub fn delegation_limits(&self) -> crate::delegation::tree::Asked {
+        crate::delegation::tree::Asked {
+            max_depth: self.max_delegation_depth,
+            max_live: self.max_live_delegations,
+        }
     }
 
     /// `--deadline` as a duration.
@@ -180,7 +206,8 @@ fn roster_path(given: Option<&std::path::Path>) -> PathBuf {
 }
 
 /// E-RUN-006 for a flag `--roster` cannot honour: the roster names each member's
-/// capsule, and the launch sets the entry member's lifecycle.
+/// capsule, and the launch sets the entry member's lifecycle; each member's
+/// delegation limits are its manifest's (docs/delegation.md).
 fn refuse_with_roster(args: &RunArgs) -> Result<()> {
     let given = [
         ("--capsule", args.capsule.is_some()),
@@ -197,12 +224,20 @@ fn refuse_with_roster(args: &RunArgs) -> Result<()> {
             "--lifecycle-idle-timeout",
             args.lifecycle_idle_timeout.is_some(),
         ),
+        (
+            "--max-delegation-depth",
+            args.max_delegation_depth.is_some(),
+        ),
+        (
+            "--max-live-delegations",
+            args.max_live_delegations.is_some(),
+        ),
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(Diagnostic::new(
             E_RUN_006,
             format!(
-                "{flag} cannot be honoured with --roster: the roster names each member's capsule, and the launch sets the entry member's lifecycle (--task runs one task; without it the formation serves until stopped)"
+                "{flag} cannot be honoured with --roster: the roster names each member's capsule, the launch sets the entry member's lifecycle, and each member's manifest its delegation limits (--task runs one task; without it the formation serves until stopped)"
             ),
         )),
         None => Ok(()),

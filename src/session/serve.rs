@@ -49,9 +49,9 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
         signals.stop_watching(Signal::SIGINT);
     }
     // A delegated child's spawner lifeline: it ends the child as a lifeline ends a member.
-    let spawner = match &resumed {
-        Some(_) => None,
-        None => crate::delegation::spawner_lifeline()?,
+    let (spawner, tree) = match &resumed {
+        Some(_) => (None, None),
+        None => crate::delegation::spawner_lifeline()?.unzip(),
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Diagnostic::new(E_RUN_002, format!("no current folder: {e}")))?;
@@ -89,6 +89,7 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
     if let Some(w) = capsule::harness_not_confined(&capsule) {
         output::stderr_line(&w);
     }
+    let tree = delegation_tree(&capsule, args, tree)?;
     let lifecycle = LifecycleInForce::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),
@@ -106,9 +107,29 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
         task_text,
         signals: Some(signals),
         spawner,
+        tree,
         components: Some(components),
     };
     stage.run().await
+}
+
+/// The delegation tree of a capsule that may delegate: a child's inherited one, its
+/// own limits lowering it, or a root's (docs/delegation.md).
+fn delegation_tree(
+    capsule: &Capsule,
+    args: &RunArgs,
+    inherited: Option<crate::delegation::tree::Inherited>,
+) -> Result<Option<Arc<crate::delegation::tree::Tree>>> {
+    use crate::delegation::tree::{Asked, Tree};
+    let spawn = &capsule.manifest.capabilities.spawn;
+    if spawn.allow.is_empty() {
+        return Ok(None);
+    }
+    let asked = Asked::of(args.delegation_limits(), spawn);
+    let tree = Tree::new(inherited, asked).map_err(|e| {
+        Diagnostic::new(E_RUN_002, format!("cannot make the delegation tokens: {e}"))
+    })?;
+    Ok(Some(Arc::new(tree)))
 }
 
 fn earliest(a: Option<SystemTime>, b: Option<SystemTime>) -> Option<SystemTime> {
@@ -141,6 +162,8 @@ struct Stage<'a> {
     signals: Option<Signals>,
     /// A delegated child's spawner lifeline.
     spawner: Option<std::os::fd::OwnedFd>,
+    /// A capsule that may delegate: its place in its delegation tree.
+    tree: Option<Arc<crate::delegation::tree::Tree>>,
     /// The capsule's tools and hooks, until the session's records exist.
     components: Option<crate::component::Catalog>,
 }
@@ -214,7 +237,7 @@ impl Stage<'_> {
             })
         });
         let spawn = &self.capsule.manifest.capabilities.spawn.allow;
-        let delegation = (!spawn.is_empty()).then(|| {
+        let delegation = self.tree.take().map(|tree| {
             Arc::new(crate::delegation::DelegationConfig {
                 program: crate::delegation::DelegationConfig::program(),
                 project_dir: self.member.as_ref().map_or_else(
@@ -224,7 +247,8 @@ impl Stage<'_> {
                 allow: spawn.clone(),
                 formation_id: formation_id.clone().or(self.unbound_formation.clone()),
                 logs: records.logs_dir(),
-                tmp: records.tmp_dir(),
+                runtime: records.runtime_dir(),
+                tree,
                 env: crate::grant::env(
                     crate::grant::Executor::Delegate,
                     &[],

@@ -317,3 +317,76 @@ fn the_delegate_log(w: &World) -> String {
     assert_eq!(logs.len(), 1, "{logs:?}");
     std::fs::read_to_string(&logs[0]).unwrap()
 }
+
+/// Issue 43, item 1: every tool and hook of a session has its records `tmp/` read-write
+/// and may fill it with symlinks at the names mur will use. The parent's harness plants
+/// them where the task file and the child's log used to go (`delegate-<pid>-0.*`, the
+/// pid being its session's): the task's, relative, to a file outside every grant
+/// (overwrite); the log's, absolute, to a name there that does not exist (create). mur
+/// follows none: the targets are untouched and the delegation works.
+#[test]
+fn symlinks_planted_in_tmp_make_mur_write_nothing_outside() {
+    let w = World::new();
+    let outside = w.root.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let victim = outside.join("victim.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let created = outside.join("created.txt");
+    // From <records>/tmp/ up to the world's root, as a relative link spells it.
+    let tmp_depth = w
+        .records_root()
+        .join(w.proj.strip_prefix("/").unwrap())
+        .join("ses_x/tmp")
+        .strip_prefix(&w.root)
+        .unwrap()
+        .components()
+        .count();
+    let up = "../".repeat(tmp_depth);
+    let plant = format!(
+        "echo \"$PPID\" > '{root}/pid'\n\
+         ln -s '{up}outside/victim.txt' \"$TMPDIR/delegate-$PPID-0.md\"\n\
+         ln -s '{created}' \"$TMPDIR/delegate-$PPID-0.log\"\n\
+         [ -f \"$TMPDIR/delegate-$PPID-0.md\" ] && echo resolves > '{root}/relative'\n",
+        root = w.root.display(),
+        created = created.display(),
+    );
+    w.install("kid", "", None);
+    let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Say hello."}"#;
+    w.install(
+        "boss",
+        SPAWN,
+        Some(&format!("{plant}{}", parent(&w.root, args))),
+    );
+    let out = w.run_task("boss", "go");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The relative link did point at the victim: the plant was a real one.
+    assert!(
+        w.root.join("relative").exists(),
+        "the relative link resolves nowhere"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(
+        !created.exists(),
+        "mur created a file through a planted link"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    // The delegation still worked, with the names the harness predicted.
+    let tool = read_json(&w.root.join("tool.json"));
+    assert_eq!(tool["is_error"], false, "{tool}");
+    let reply = read_json(&w.root.join("reply.json"));
+    let text = reply["text"].as_str().unwrap();
+    assert!(text.contains("child:local/kid@1.0.0 (completed)"), "{text}");
+    let pid = std::fs::read_to_string(w.root.join("pid")).unwrap();
+    let log = files_under(&w.records_root())
+        .into_iter()
+        .find(|f| f.ends_with(format!("logs/delegate-{}-0.log", pid.trim())))
+        .expect("the child's log is not at the predicted name");
+    assert!(!log.is_symlink());
+    // The task file went in runtime/ and is gone with the child.
+    let runtime = log.parent().unwrap().parent().unwrap().join("runtime");
+    assert_eq!(std::fs::read_dir(&runtime).unwrap().count(), 0);
+}

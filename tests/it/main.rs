@@ -21,6 +21,7 @@ mod components;
 mod crash;
 mod defects;
 mod delegation;
+mod delegation_limits;
 mod descendants;
 mod docs_pages;
 mod door_a2a;

@@ -158,3 +158,94 @@ fn everything_under_dot_murmur_is_owner_only() {
         "not owner-only: {project_store:#?}"
     );
 }
+
+/// Issue 43 item 9: a formation whose entry member runs a native harness that
+/// delegates and runs a shell command; then every file under ~/.murmur is 0600 and
+/// every folder 0700 (logs/harness.log and logs/delegate-*.log were 0644).
+#[test]
+#[allow(unsafe_code, reason = "a pre_exec hook that sets the child's umask")]
+fn a_formation_with_a_harness_a_delegation_and_a_shell_call_leaves_everything_owner_only() {
+    let w = crate::support::World::new();
+    w.install("kid", "", None);
+    let out = w.root.display();
+    let harness = format!(
+        "IFS= read -r task\n\
+         echo 'a line of the harness on stderr' >&2\n\
+         echo '{{\"type\":\"tool_call\",\"id\":\"s1\",\"name\":\"shell\",\"arguments\":{{\"command\":\"echo made > \\\"$TMPDIR/by-shell\\\"\"}}}}'\n\
+         IFS= read -r result\nprintf '%s\\n' \"$result\" > '{out}/shell.json'\n\
+         echo '{{\"type\":\"tool_call\",\"id\":\"d1\",\"name\":\"delegate\",\"arguments\":{{\"capsule\":\"local/kid\",\"version\":\"1.0.0\",\"task\":\"Say hello.\"}}}}'\n\
+         IFS= read -r result\nprintf '%s\\n' \"$result\" > '{out}/delegate.json'\n\
+         echo '{{\"type\":\"message\",\"text\":\"waiting\"}}'\n\
+         IFS= read -r reply\nprintf '%s\\n' \"$reply\" > '{out}/reply.json'\n\
+         echo '{{\"type\":\"message\",\"text\":\"done\"}}'\n"
+    );
+    w.install(
+        "boss",
+        "capabilities:\n  shell: {}\n  spawn:\n    allow: [local/kid]\n",
+        Some(&harness),
+    );
+    std::fs::write(
+        w.proj.join("roster.yaml"),
+        "roster_version: 1\nmembers:\n  - name: boss\n    capsule: local/boss\n    version: 1.0.0\n    entry: true\n",
+    )
+    .unwrap();
+    // A common umask, so a file made with the default mode would show as 0644.
+    let mut run = w.mur();
+    run.args(["run", "--roster", "--task", "go"]);
+    // SAFETY: umask is async-signal-safe and the closure touches nothing else.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut run, || {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    ok(&mut run);
+    let read = |name: &str| std::fs::read_to_string(w.root.join(name)).unwrap();
+    assert!(
+        read("shell.json").contains("\"is_error\":false"),
+        "{}",
+        read("shell.json")
+    );
+    assert!(
+        read("delegate.json").contains("\"is_error\":false"),
+        "{}",
+        read("delegate.json")
+    );
+    assert!(
+        read("reply.json").contains("(completed)"),
+        "{}",
+        read("reply.json")
+    );
+    let murmur = w.home.join(".murmur");
+    let seen = kinds_under(&murmur);
+    for expected in [
+        "harness.log",
+        "runtime",
+        "by-shell",
+        "trace.jsonl",
+        "result.txt",
+    ] {
+        assert!(
+            seen.iter().any(|s| s == expected),
+            "no {expected}: {seen:?}"
+        );
+    }
+    assert!(
+        seen.iter()
+            .any(|s| s.starts_with("delegate-") && s.ends_with(".log")),
+        "no delegate log: {seen:?}"
+    );
+    // The shell command's own file is the command's (the umask gave it 0644), not
+    // mur's: the one exception, and it shows the umask did bind.
+    let all = not_owner_only(&murmur);
+    assert!(
+        all.iter()
+            .any(|(p, m)| p.ends_with("by-shell") && *m == 0o644),
+        "{all:#?}"
+    );
+    let wrong: Vec<_> = all
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with("by-shell"))
+        .collect();
+    assert!(wrong.is_empty(), "not owner-only: {wrong:#?}");
+}
