@@ -111,7 +111,7 @@ fn people_see_the_formation_and_every_member_on_stderr() {
     }
     let frm = banner[0].split_whitespace().nth(3).unwrap();
     assert!(
-        banner[3].contains(&format!("mur trace show {frm}")),
+        banner[3].contains(&format!("mur trace show -f {frm}")),
         "{banner:#?}"
     );
     // The result is on stdout, as it always was.
