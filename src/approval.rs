@@ -168,7 +168,7 @@ pub(crate) fn check(
         if mode == Mode::Launch {
             write(&project, &now)?;
             output::banner_line(format_args!(
-                "[mur] {}: first launch in this project; approved what it holds: {} (docs/approval.md)",
+                "[mur run] {}: first launch in this project; approved what it holds: {} (docs/approval.md)",
                 project.root.display(),
                 summary(&now)
             ));
@@ -185,7 +185,7 @@ pub(crate) fn check(
         recorded.capsules.insert(key.clone(), files.clone());
         write(&project, &recorded)?;
         output::banner_line(format_args!(
-            "[mur] {}: first run of this capsule folder; approved its {MANIFEST_FILE} and the files it declares (docs/approval.md)",
+            "[mur run] {}: first run of this capsule folder; approved its {MANIFEST_FILE} and the files it declares (docs/approval.md)",
             project.root.join(key).display()
         ));
     }
@@ -319,7 +319,13 @@ fn refusal(project: &Project, mode: Mode, hint_at: &Path, changes: &[Change]) ->
         message.push_str(&format!("\n  {c}"));
     }
     Diagnostic::new(E_APR_001, message).hint(format!(
-        "If you made these changes, approve them: `{}`",
+        "If you made {}, approve {}: `{}`",
+        if changes.len() == 1 {
+            "this change"
+        } else {
+            "these changes"
+        },
+        if changes.len() == 1 { "it" } else { "them" },
         approve_command(hint_at)
     ))
 }

@@ -49,21 +49,26 @@ impl<'a> Launch<'a> {
     }
 
     fn state(&self, project: &Project, recorded: Option<&State>) -> Result<State> {
-        let mut now = scan::project(project, recorded)?;
+        let bound: BTreeMap<String, Sha256> = self
+            .artifacts
+            .iter()
+            .filter(|i| i.store == StoreKind::Project)
+            .map(|i| {
+                (
+                    approval::artifact_key(&i.name, &i.version),
+                    i.sha256.clone(),
+                )
+            })
+            .collect();
+        let mut now = scan::project(project, recorded, &bound)?;
         if let Some(dir) = &self.capsule {
             now.capsules.insert(project.rel(dir), scan::capsule(dir)?);
         }
         if let Some((file, sha)) = &self.roster {
             now.files.insert(project.rel(file), sha.clone());
         }
-        for i in &self.artifacts {
-            if i.store == StoreKind::Project {
-                now.artifacts.insert(
-                    approval::artifact_key(&i.name, &i.version),
-                    i.sha256.clone(),
-                );
-            }
-        }
+        // What the launch bound runs, whatever the folder holds now (even gone).
+        now.artifacts.extend(bound);
         Ok(now)
     }
 }
@@ -95,7 +100,7 @@ pub(crate) fn check_report(launch: &Launch) -> Result<Option<Diagnostic>> {
 /// `mur new`: the folder it made, with the capsule source folders it wrote.
 pub(crate) fn record_new(folder: &Path, capsules: &[PathBuf]) -> Result<()> {
     approval::record_new(folder, |project| {
-        let mut state = scan::project(project, None)?;
+        let mut state = scan::project(project, None, &BTreeMap::new())?;
         for dir in capsules {
             state.capsules.insert(project.rel(dir), scan::capsule(dir)?);
         }

@@ -32,7 +32,7 @@ pub(crate) fn run(args: &ApproveArgs) -> Result<i32> {
     refuse_holding_murmur_home(&project)?;
     let _guard = Guard::take()?;
     let recorded = read(&project)?;
-    let mut now = scan::project(&project, recorded.as_ref())?;
+    let mut now = scan::project(&project, recorded.as_ref(), &Default::default())?;
     let mut keys: BTreeSet<String> = recorded
         .as_ref()
         .map(|r| r.capsules.keys().cloned().collect())

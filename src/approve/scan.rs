@@ -13,8 +13,14 @@ use crate::roster::FILE_NAME as ROSTER_FILE;
 use crate::store::{self, StoreKind, Stores};
 
 /// The project's files (`roster.yaml`, `murmur.lock`, and any other file the record
-/// names) and its project store. Capsule folders are the caller's.
-pub(super) fn project(project: &Project, recorded: Option<&State>) -> Result<State> {
+/// names) and its project store. Capsule folders are the caller's. The artifacts in
+/// `hashed` (the ones admission bound, by record key) are taken as given, not hashed
+/// again.
+pub(super) fn project(
+    project: &Project,
+    recorded: Option<&State>,
+    hashed: &BTreeMap<String, Sha256>,
+) -> Result<State> {
     let mut state = State::default();
     let mut names = vec![ROSTER_FILE.to_string(), crate::lock::FILE_NAME.to_string()];
     if let Some(r) = recorded {
@@ -25,10 +31,14 @@ pub(super) fn project(project: &Project, recorded: Option<&State>) -> Result<Sta
             state.files.insert(name, sha);
         }
     }
-    for one in Stores::of(&project.root).list_store(StoreKind::Project)? {
-        state
-            .artifacts
-            .insert(artifact_key(&one.name, &one.version), one.sha256);
+    let stores = Stores::of(&project.root);
+    for (name, version) in stores.names_in(StoreKind::Project)? {
+        let key = artifact_key(&name, &version);
+        if let Some(sha) = hashed.get(&key) {
+            state.artifacts.insert(key, sha.clone());
+        } else if let Some(one) = stores.find_in(StoreKind::Project, &name, &version)? {
+            state.artifacts.insert(key, one.sha256);
+        }
     }
     Ok(state)
 }
