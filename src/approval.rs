@@ -54,6 +54,11 @@ pub(crate) struct State {
     /// itself): `murmur.yaml` and each declared file, by its path in the capsule.
     #[serde(default)]
     pub capsules: BTreeMap<String, BTreeMap<String, Sha256>>,
+    /// A session has been launched in the project since it was first recorded. Until
+    /// then only the user (and mur) wrote in it, so a capsule folder first run is
+    /// trusted as it is; after, one never approved must be approved first.
+    #[serde(default)]
+    pub launched: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -117,9 +122,17 @@ impl Project {
         })
     }
 
-    /// A path inside the project, as the record names it (`.` for the root).
+    /// A path inside the project, as the record names it (`.` for the root). Its
+    /// folder is resolved, not the name itself: a `roster.yaml` that is a symlink is
+    /// still `roster.yaml`.
     pub(crate) fn rel(&self, path: &Path) -> String {
-        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let real = match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) if name != ".." => std::fs::canonicalize(parent)
+                .map(|p| p.join(name))
+                .unwrap_or_else(|_| path.clone()),
+            _ => std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()),
+        };
         match real.strip_prefix(&self.root) {
             Ok(p) if p.as_os_str().is_empty() => ".".to_string(),
             Ok(p) => p.to_string_lossy().into_owned(),
@@ -166,7 +179,18 @@ pub(crate) fn check(
     let capsule_key = capsule.map(|dir| project.rel(dir));
     let Some(mut recorded) = recorded else {
         if mode == Mode::Launch {
-            write(&project, &now)?;
+            write(
+                &project,
+                &State {
+                    launched: true,
+                    ..now.clone()
+                },
+            )?;
+        }
+        // A folder holding nothing to approve (a capsule run from the global store in
+        // some folder) is recorded too, so that what a session plants there is caught,
+        // but there is nothing to say.
+        if mode == Mode::Launch && now != State::default() {
             output::banner_line(format_args!(
                 "[mur run] {}: first launch in this project; approved what it holds: {} (docs/approval.md)",
                 project.root.display(),
@@ -175,22 +199,28 @@ pub(crate) fn check(
         }
         return Ok(None);
     };
+    // A capsule folder first run: trusted as it is while no session has worked in the
+    // project (only the user wrote it); after that, every file of it is a change to
+    // approve, since a session there could have written it.
+    let mut update = false;
     if let Some(key) = &capsule_key
         && !recorded.capsules.contains_key(key)
-        && let Some(files) = now.capsules.get(key)
     {
-        if mode == Mode::Report {
-            return Ok(None);
+        if !recorded.launched {
+            if let Some(files) = now.capsules.get(key) {
+                recorded.capsules.insert(key.clone(), files.clone());
+                update = true;
+            }
+        } else {
+            recorded.capsules.insert(key.clone(), BTreeMap::new());
         }
-        recorded.capsules.insert(key.clone(), files.clone());
-        write(&project, &recorded)?;
-        output::banner_line(format_args!(
-            "[mur run] {}: first run of this capsule folder; approved its {MANIFEST_FILE} and the files it declares (docs/approval.md)",
-            project.root.join(key).display()
-        ));
     }
     let changes = compare(&recorded, &now, capsule_key.as_deref());
     if changes.is_empty() {
+        if mode == Mode::Launch && (update || !recorded.launched) {
+            recorded.launched = true;
+            write(&project, &recorded)?;
+        }
         return Ok(None);
     }
     let refusal = refusal(&project, mode, hint_at, &changes);
@@ -213,6 +243,10 @@ pub(crate) enum Wrote<'a> {
 
 pub(crate) fn record_written(folder: &Path, wrote: &[Wrote]) -> Result<()> {
     let project = Project::of(folder)?;
+    // No record, nothing to do: ~/.murmur is not even touched.
+    if !project.record.exists() {
+        return Ok(());
+    }
     let _guard = Guard::take()?;
     let Some(mut state) = read(&project)? else {
         return Ok(());

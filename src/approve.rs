@@ -3,6 +3,7 @@
 //! knows nothing of stores or manifests, so the store and the lock can record what they
 //! write without a module cycle). docs/approval.md.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::admission::Admitted;
@@ -97,13 +98,10 @@ pub(crate) fn check_report(launch: &Launch) -> Result<Option<Diagnostic>> {
     )
 }
 
-/// `mur new`: the folder it made, with the capsule source folders it wrote.
-pub(crate) fn record_new(folder: &Path, capsules: &[PathBuf]) -> Result<()> {
+/// `mur new`: the folder it made. Its capsule folders are recorded at their first run:
+/// until a session runs in the project, only the user writes them.
+pub(crate) fn record_new(folder: &Path) -> Result<()> {
     approval::record_new(folder, |project| {
-        let mut state = scan::project(project, None, &BTreeMap::new())?;
-        for dir in capsules {
-            state.capsules.insert(project.rel(dir), scan::capsule(dir)?);
-        }
-        Ok(state)
+        scan::project(project, None, &BTreeMap::new())
     })
 }

@@ -48,6 +48,7 @@ pub(crate) fn run(args: &ApproveArgs) -> Result<i32> {
         now.capsules.insert(key, files);
     }
     let changes = compare(&was, &now, None);
+    now.launched = was.launched;
     now.capsules.retain(|_, files| !files.is_empty());
     let root = project.root.display();
     if recorded.is_none() {

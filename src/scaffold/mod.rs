@@ -32,13 +32,8 @@ pub(crate) fn run(args: &NewArgs) -> Result<i32> {
     })?;
     let target = create(&cwd, &args.name, args.roster)?;
     // What mur new wrote is approved as written (docs/approval.md): the README's first
-    // launch needs no `mur approve`.
-    let capsules = if args.roster {
-        vec![target.join("lead"), target.join("helper")]
-    } else {
-        vec![target.clone()]
-    };
-    crate::approve::record_new(&target, &capsules)?;
+    // launch needs no `mur approve`, and edits before the first run need none either.
+    crate::approve::record_new(&target)?;
     let shown = target
         .file_name()
         .map(Path::new)

@@ -232,3 +232,75 @@ fn a_project_holding_the_murmur_home_is_refused() {
     assert!(stderr(&out).contains("E-APR-002"), "{}", stderr(&out));
     assert!(w.sessions().is_empty());
 }
+
+/// A capsule folder's declared files are held too: the harness a process transport
+/// runs is one; a note the manifest does not name is not (docs/approval.md).
+#[test]
+fn a_rewritten_harness_is_refused_and_an_undeclared_file_is_not() {
+    let w = World::new();
+    let dir = w.proj.join("native");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        "name: native\nversion: 1.0.0\ndescription: A test capsule.\nagent:\n  transport: process\n  command: [\"sh\", \"harness.sh\"]\n",
+    )
+    .unwrap();
+    let harness = "read line\necho '{\"type\":\"message\",\"text\":\"done\"}'\n";
+    std::fs::write(dir.join("harness.sh"), harness).unwrap();
+    std::fs::write(dir.join("notes.md"), "# Notes\n").unwrap();
+    let run = || {
+        w.mur_in(&dir)
+            .args(["run", "--task", "Say hello"])
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("murmur.yaml and 1 declared file"),
+        "{}",
+        stderr(&first)
+    );
+    std::fs::write(dir.join("notes.md"), "# Notes, rewritten by a session\n").unwrap();
+    let notes = run();
+    assert!(notes.status.success(), "{}", stderr(&notes));
+    std::fs::write(
+        dir.join("harness.sh"),
+        format!("touch '{}'\n{harness}", w.path("mark").display()),
+    )
+    .unwrap();
+    let refused = run();
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("harness.sh: changed"), "{err}");
+    assert!(!w.path("mark").exists(), "the rewritten harness ran");
+}
+
+/// A capsule folder is recorded at its first run. Before any session has run in the
+/// project only the user wrote it, so that run needs no approval, edits included; once
+/// sessions have run there, a folder never approved is refused until it is.
+#[test]
+fn a_capsule_folder_is_trusted_at_its_first_run_only_before_any_session() {
+    let (w, project) = team();
+    let run_in = |member: &str| {
+        w.mur_in(&project.join(member))
+            .args(["run", "--task", "Say hello"])
+            .output()
+            .unwrap()
+    };
+    let lead = project.join("lead/murmur.yaml");
+    let text = std::fs::read_to_string(&lead).unwrap();
+    std::fs::write(&lead, text.replace("max_turns: 8", "max_turns: 6")).unwrap();
+    let first = run_in("lead");
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(!stderr(&first).contains("approved"), "{}", stderr(&first));
+    // A session has run in the project: helper/ was never approved.
+    let refused = run_in("helper");
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("helper/murmur.yaml: added"), "{err}");
+    assert!(err.contains("`mur approve`"), "{err}");
+    assert!(approve(&w, &project.join("helper")).contains("approved helper/murmur.yaml: added"));
+    let ok = run_in("helper");
+    assert!(ok.status.success(), "{}", stderr(&ok));
+}
