@@ -12,6 +12,7 @@ fn state(files: &[(&str, &str)], artifacts: &[(&str, &str)]) -> State {
             .map(|(k, v)| (k.to_string(), sha(v)))
             .collect(),
         capsules: BTreeMap::new(),
+        launched: false,
     }
 }
 
