@@ -153,6 +153,7 @@ async fn call_member(iters: usize, peers: &Arc<Peers>) -> Vec<Duration> {
             trace: None,
             trust: Trust::Trusted,
             config: CallConfig::default(),
+            span: None,
             session_deadline: None,
         });
         let start = Instant::now();
@@ -212,6 +213,7 @@ async fn component(
         trace: None,
         trust: Trust::Trusted,
         config: CallConfig::default(),
+        span: None,
         session_deadline: None,
     });
     let tools = host.tools(Trust::Trusted, Some(calls)).await;

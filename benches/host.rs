@@ -116,7 +116,7 @@ async fn delegations(root: &Path, proj: &Path, iters: usize) -> Vec<Duration> {
     let cancel = CancellationToken::new();
     let mut samples = Vec::with_capacity(iters);
     for _ in 0..iters {
-        let d = Delegations::new(config.clone());
+        let d = Delegations::new(config.clone(), None);
         let start = Instant::now();
         let out = d.delegate("c1", "local/kid", "1.0.0", "Say hello.").await;
         assert!(!out.is_error, "{}", out.output);

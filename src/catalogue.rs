@@ -67,6 +67,9 @@ catalogue! {
     E_CLI_001 = "E-CLI-001", "Unknown code",
         "`mur explain` was given a code that is not in the catalogue.",
         "Run `mur explain --list` to see every code.";
+    E_CLI_002 = "E-CLI-002", "Man pages cannot be written",
+        "`mur man --dir` could not make the folder or write a page into it; the message names the path.",
+        "Check that the folder is yours and writable, or print the top page with `mur man`.";
 
     // ---- E-CMP / W-CMP: the capsule's WASM components (tools, hooks, driver) ----
     E_CMP_001 = "E-CMP-001", "Not a WASM component",
@@ -258,6 +261,12 @@ catalogue! {
     E_RUN_008 = "E-RUN-008", "Not a formation cgroup",
         "`mur formation-watch`, which only the launcher starts (docs/design/descendants.md), was given a directory that is no formation cgroup (a cgroup v2 named `murmur-frm_…` with `cgroup.kill`), or a launcher that is not `<pid>:<start time>`. It refuses rather than kill what such a cgroup holds.",
         "Do not run it by hand: `mur run --roster` starts it with the formation's own cgroup.";
+    E_RUN_009 = "E-RUN-009", "Ambiguous id",
+        "The id given to `mur stop`, `mur send` or `mur trace show` is a prefix of more than one session or formation id; the message lists them.",
+        "Type more of the id, or paste one the message lists; `mur ps -a` shows every session and formation.";
+    E_RUN_010 = "E-RUN-010", "Task did not complete",
+        "The task `mur run --task` ran, or `mur send` gave, ended failed, canceled or rejected; the message is its reason. stdout carries answers only, so nothing was printed there.",
+        "`mur trace show <ses_id>` shows what the task did: the model's requests, the tool calls and their errors.";
     E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
         "The session received SIGTERM while a task ran; the task was canceled.",
         "Let the task finish, or send a second SIGTERM to exit at once.";

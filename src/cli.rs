@@ -92,9 +92,11 @@ pub enum Command {
         after_help = "Example:\n  mur completions bash > ~/.local/share/bash-completion/completions/mur"
     )]
     Completions(Later<CompletionsArgs>),
-    /// Print mur's man page (roff).
-    #[command(after_help = "Example:\n  mur man | man -l -")]
-    Man,
+    /// Print mur's man page (roff), or with --dir write one for mur and each command.
+    #[command(
+        after_help = "Examples:\n  mur man | man -l -\n  mur man --dir ~/.local/share/man/man1"
+    )]
+    Man(Later<ManArgs>),
     /// The watcher of a formation's cgroup, started by the launcher (docs/design/descendants.md).
     #[command(name = "formation-watch", hide = true)]
     FormationWatch(Later<crate::cgroup::WatchArgs>),
@@ -137,7 +139,16 @@ impl<T: clap::FromArgMatches> clap::FromArgMatches for Later<T> {
     }
 }
 
-/// `mur completions <shell>`
+// `mur man`
+#[derive(Debug, Clone, clap::Args)]
+pub struct ManArgs {
+    /// Write mur.1 and one mur-<command>.1 for each command into this folder
+    /// (made if missing), instead of printing mur's page.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+// `mur completions <shell>`
 #[derive(Debug, Clone, clap::Args)]
 pub struct CompletionsArgs {
     /// The shell to complete for.
@@ -164,7 +175,7 @@ impl Command {
             Command::Trace(_) => "trace",
             Command::Doctor(_) => "doctor",
             Command::Completions(_) => "completions",
-            Command::Man => "man",
+            Command::Man(_) => "man",
             Command::FormationWatch(_) => crate::cgroup::WATCH_COMMAND,
         }
     }
@@ -194,14 +205,31 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             crate::output::stdout_text(&String::from_utf8_lossy(&script));
             Ok(0)
         }
-        Command::Man => {
-            let mut page = Vec::new();
-            // Rendering into memory cannot fail: a Vec takes every write.
-            let _ = clap_mangen::Man::new(Cli::command()).render(&mut page);
-            crate::output::stdout_text(&String::from_utf8_lossy(&page));
-            Ok(0)
-        }
+        Command::Man(Later(args)) => man(&args),
     }
+}
+
+/// `mur man`: the top page on stdout, or with `--dir` a page for mur and one for each
+/// command, so that every `mur-<command>(1)` the top page names exists.
+fn man(args: &ManArgs) -> Result<i32> {
+    // No `help` command: the pages would name a mur-help(1) that says nothing.
+    let cmd = Cli::command().disable_help_subcommand(true);
+    let Some(dir) = &args.dir else {
+        let mut page = Vec::new();
+        // Rendering into memory cannot fail: a Vec takes every write.
+        let _ = clap_mangen::Man::new(cmd).render(&mut page);
+        crate::output::stdout_text(&String::from_utf8_lossy(&page));
+        return Ok(0);
+    };
+    let fail = |e: std::io::Error| {
+        crate::diag::Diagnostic::new(
+            crate::catalogue::E_CLI_002,
+            format!("cannot write man pages into {}: {e}", dir.display()),
+        )
+    };
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    clap_mangen::generate_to(cmd, dir).map_err(fail)?;
+    Ok(0)
 }
 
 #[cfg(test)]

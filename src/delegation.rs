@@ -111,13 +111,19 @@ impl Pending for Entry {
 pub struct Delegations {
     config: Arc<DelegationConfig>,
     calls: Awaited<Entry>,
+    /// The delegating task's span: a child's task is a child of the `delegate` call's.
+    span: Option<crate::trace::context::SpanContext>,
 }
 
 impl Delegations {
-    pub fn new(config: Arc<DelegationConfig>) -> Arc<Delegations> {
+    pub fn new(
+        config: Arc<DelegationConfig>,
+        span: Option<crate::trace::context::SpanContext>,
+    ) -> Arc<Delegations> {
         Arc::new(Delegations {
             config,
             calls: Awaited::new(),
+            span,
         })
     }
 
@@ -182,6 +188,12 @@ impl Delegations {
         }
     }
 
+    /// The `traceparent` child `idx` gets: its `delegate` call's span.
+    fn parent_of(&self, idx: usize) -> Option<String> {
+        let call_id = self.lock().get(idx)?.call_id.clone();
+        Some(self.span?.tool_call(&call_id).traceparent())
+    }
+
     fn start(
         self: &Arc<Self>,
         idx: usize,
@@ -205,6 +217,13 @@ impl Delegations {
             .args(["--capsule", capsule, "--capsule-version", version])
             .arg("--task")
             .arg(&task_file)
+            // Beside the task, on the command line mur writes (docs/trace.md).
+            .args(
+                self.parent_of(idx)
+                    .map(|p| ["--trace-parent".to_string(), p])
+                    .into_iter()
+                    .flatten(),
+            )
             // This session's `-v`s: the child's log goes to its delegate-<n>.log.
             .args(crate::output::verbosity_args())
             .current_dir(&c.project_dir)
@@ -326,7 +345,7 @@ pub fn render(answers: &[Answer]) -> String {
     for a in answers {
         out.push('\n');
         let head = format!("child:{}@{} ({})", a.capsule, a.version, a.state);
-        out.push_str(&crate::call_member::fence::block(&head, &a.text));
+        out.push_str(&crate::fence::block(&head, &a.text));
     }
     out
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use crate::catalogue::{E_REG_001, E_REG_003, E_REG_004, E_REG_005};
 use crate::diag::{Diagnostic, Location, Result};
-use crate::store::{self, Installed};
+use crate::store::Installed;
 use crate::yaml::{self, Node, Reader};
 
 mod write;
@@ -118,7 +118,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
         let (name_node, name) = field("name")?;
         let (version_node, version) = field("version")?;
         let (sha_node, sha256) = field("sha256")?;
-        if store::split_name(name).is_none() {
+        if crate::artifact::split_name(name).is_none() {
             return Err(r
                 .fault_with(
                     E_REG_004,
@@ -127,7 +127,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<(Lock, Vec<Location>)> {
                 )
                 .hint("Run `mur lock` to write it again."));
         }
-        if !store::valid_version(version) {
+        if !crate::artifact::valid_version(version) {
             return Err(r
                 .fault_with(
                     E_REG_004,

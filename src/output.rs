@@ -189,7 +189,7 @@ fn append(path: &Path, line: &dyn Display) -> std::io::Result<()> {
         .append(true)
         .mode(0o600)
         .open(path)?;
-    let line = format!("{} {line}\n", crate::trace::now());
+    let line = format!("{} {line}\n", crate::a2a::time::now());
     file.write_all(line.as_bytes())
 }
 

@@ -16,7 +16,7 @@ use crate::catalogue::{E_PAK_001, E_PAK_002, E_PAK_003, E_PAK_006};
 use crate::diag::{Diagnostic, Result};
 use crate::fsutil::{self, Durability};
 use crate::manifest::{self, Manifest};
-use crate::{output, store};
+use crate::output;
 
 mod archive;
 mod components;
@@ -52,7 +52,7 @@ impl Packed {
             "{}-{}{}",
             self.manifest.name,
             self.manifest.version,
-            store::EXTENSION
+            crate::artifact::EXTENSION
         )
     }
 }
@@ -89,9 +89,9 @@ pub fn pack_dir(dir: &Path) -> Result<Packed> {
         return Err(Diagnostic::new(E_PAK_001, what).in_file(dir));
     }
     let manifest = manifest::load(&manifest_path)?;
-    store::artifact_path_or_refuse(
+    crate::artifact::artifact_path_or_refuse(
         Path::new(""),
-        &format!("{}/{}", store::LOCAL_SCOPE, manifest.name),
+        &format!("{}/{}", crate::artifact::LOCAL_SCOPE, manifest.name),
         &manifest.version,
     )
     .map_err(|d| d.in_file(&manifest_path))?;
@@ -132,7 +132,7 @@ pub fn pack_dir(dir: &Path) -> Result<Packed> {
         "{}-{}{}",
         manifest.name,
         manifest.version,
-        store::EXTENSION
+        crate::artifact::EXTENSION
     ));
     let checked = check(&bytes, &shown)?;
     let sha256 = crate::ids::Sha256::of(&bytes);
@@ -180,7 +180,7 @@ fn walk(
         // folder elsewhere is skipped, not refused.
         let skipped = file_name == ".git"
             || (SKIPPED_DIRS.contains(&file_name.as_str()) && (kind.is_dir() || link))
-            || (file_name.ends_with(store::EXTENSION) && (kind.is_file() || link));
+            || (file_name.ends_with(crate::artifact::EXTENSION) && (kind.is_file() || link));
         if skipped {
             continue;
         }

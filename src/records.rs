@@ -416,20 +416,6 @@ pub(crate) fn find_session(root: &Path, session_id: &str) -> Option<Records> {
         .find(|r| r.session_id == session_id)
 }
 
-/// Why a task was canceled, as its `canceled:` line says it.
-pub(crate) mod cancel_reason {
-    /// The member's lifeline closed.
-    pub(crate) const FORMATION_ENDED: &str = "formation ended";
-    /// The session's first SIGTERM.
-    pub(crate) const SIGTERM: &str = "SIGTERM (E-RUN-040)";
-    /// The session's `--deadline`.
-    pub(crate) const DEADLINE: &str = "deadline reached (E-RUN-053)";
-    /// A CancelTask from `credential` (`operator`, `member:<name>`, ...).
-    pub(crate) fn by(credential: &str) -> String {
-        format!("canceled by {credential}")
-    }
-}
-
 /// out/result.txt for an outcome. The first line is the task's final state:
 ///
 /// | Outcome        | result.txt                                                  |

@@ -266,7 +266,7 @@ mod tests {
             session_id: id.into(),
             pid,
             start_time: crate::proc::start_time(pid),
-            started_at: crate::trace::now(),
+            started_at: crate::a2a::time::now(),
             capsule: "local/coder".into(),
             version: "1.2.0".into(),
             door_url: Some("http://127.0.0.1:4000".into()),

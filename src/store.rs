@@ -13,20 +13,16 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::catalogue::{E_RUN_047, E_STO_001, E_STO_004};
+use crate::artifact::{EXTENSION, artifact_path, split_name, valid_version};
+use crate::catalogue::{E_RUN_047, E_STO_001};
 use crate::diag::{Diagnostic, Result};
-use crate::{manifest, paths};
+use crate::paths;
 
 pub mod install;
 pub mod ls;
 mod write;
 
 pub use write::{Outcome, put};
-
-/// The scope of every capsule installed from a `.mur.zip` file or a source folder.
-pub const LOCAL_SCOPE: &str = "local";
-/// The file name suffix of an artifact.
-pub const EXTENSION: &str = ".mur.zip";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StoreKind {
@@ -200,41 +196,6 @@ pub fn verify(installed: &Installed) -> Result<()> {
         )
         .in_file(&installed.path)),
     }
-}
-
-/// `<store>/<scope>/<name>/<version>.mur.zip`, or None when the name or version
-/// cannot be stored.
-pub fn artifact_path(store: &Path, name: &str, version: &str) -> Option<PathBuf> {
-    let (scope, short) = split_name(name)?;
-    valid_version(version).then(|| {
-        store
-            .join(scope)
-            .join(short)
-            .join(format!("{version}{EXTENSION}"))
-    })
-}
-
-/// Like `artifact_path`, refusing with E-STO-004.
-pub fn artifact_path_or_refuse(store: &Path, name: &str, version: &str) -> Result<PathBuf> {
-    artifact_path(store, name, version).ok_or_else(|| {
-        Diagnostic::new(
-            E_STO_004,
-            format!("cannot store `{name}` at version `{version}`"),
-        )
-    })
-}
-
-/// `<scope>/<name>` split in two, each `^[a-z][a-z0-9-]{0,63}$`.
-pub fn split_name(name: &str) -> Option<(&str, &str)> {
-    crate::ids::ArtifactName::is_valid(name)
-        .then(|| name.split_once('/'))
-        .flatten()
-}
-
-/// An exact version that is safe as a file name, by the manifest's rule:
-/// `^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$`, and not `latest`, `stable` or `edge`.
-pub fn valid_version(version: &str) -> bool {
-    manifest::rules::version(version).is_ok()
 }
 
 /// Orders versions as semver does where it can: dot-separated parts, numbers as

@@ -14,7 +14,7 @@ use crate::store::install::{Ready, prepare};
 use crate::store::{Outcome, StoreKind, Stores, put};
 use crate::{lock, output, paths, roster};
 
-/// `mur sync`
+// `mur sync`
 #[derive(Debug, Clone, Args)]
 pub struct SyncArgs {}
 

@@ -6,13 +6,13 @@
 //! No credential is ever written: the writer refuses (E-REC-002) any record holding a
 //! formation token (`mft1.…`) or a secret registered with [`TraceWriter::forbid`].
 
+use crate::a2a::time::now;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +73,18 @@ pub enum Event {
         /// Trust); absent in traces written before it was recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trust: Option<String>,
+        /// The task's span: its trace and its own id (docs/trace.md, Trace context).
+        /// Absent in traces written before mur recorded them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace_id: Option<context::TraceId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        span_id: Option<context::SpanId>,
+        /// The span that asked for the task, from a trusted caller's `traceparent`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_span_id: Option<context::SpanId>,
+        /// An untrusted caller's `traceparent`, kept as a span link.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<context::SpanContext>,
     },
     /// The door refused a SendMessage because the member was busy (`-32050`); the
     /// caller's runtime offers the task again (docs/design/call-member.md, A busy member).
@@ -142,6 +154,10 @@ pub enum Event {
         /// Absent for the call-member tool's calls.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         peer_url: Option<String>,
+        /// The call's client span, in the calling task's trace: the called task's
+        /// `parent_span_id`. Absent in traces written before mur recorded it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        span_id: Option<context::SpanId>,
     },
     /// call-member offered a task to a member that was busy (`-32050`): one record per
     /// refused offer. The offer it takes is the `member_call` record.
@@ -713,11 +729,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Now, as a trace writes it.
-pub fn now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
 fn write_error(path: &Path, e: &std::io::Error) -> Diagnostic {
     Diagnostic::new(
         catalogue::E_REC_001,
@@ -786,6 +797,11 @@ pub fn parse(text: &str, file: &Path) -> Result<Trace> {
         partial_tail,
     })
 }
+
+pub mod context;
+pub mod export;
+pub mod html;
+pub mod otlp;
 
 #[cfg(test)]
 mod tests;

@@ -36,13 +36,13 @@ pub fn reply(c: &Conversation) -> Reply {
         _ => "",
     };
     let since = &c.messages[start + 1..];
-    if let Some(blocks) = crate::call_member::fence::parse(task) {
+    if let Some(blocks) = crate::fence::parse(task) {
         // The members' answers came back into the task: answer from them.
         let task = c.messages[..start]
             .iter()
             .rev()
             .find_map(|m| match m {
-                Message::User { text } if crate::call_member::fence::parse(text).is_none() => {
+                Message::User { text } if crate::fence::parse(text).is_none() => {
                     Some(text.as_str())
                 }
                 _ => None,
@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn it_answers_from_the_members_answers_message() {
-        use crate::call_member::{Answer, fence};
+        use crate::fence::{self, Answer};
         use crate::trace::RecordedState;
         let tool = ToolSpec {
             name: CALL_MEMBER.into(),

@@ -7,11 +7,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{DoorClient, Sent, answer_text};
-use super::fence::{self, Answer};
 use super::{CallConfig, CallError, Peers, Routed, Trust, cut};
 use crate::a2a;
 use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
+use crate::fence::{self, Answer};
+use crate::trace::context::SpanContext;
 use crate::trace::{Event, RecordedState, TraceWriter};
 
 /// What `Calls::new` needs; the session fills it in for each task.
@@ -24,6 +25,9 @@ pub struct CallsSpec {
     /// The calling task's trust class, stamped on each call.
     pub trust: Trust,
     pub config: CallConfig,
+    /// The calling task's span: each call is a child span of it, sent as
+    /// `traceparent` (docs/trace.md, Trace context). `None` for a hook's calls.
+    pub span: Option<SpanContext>,
     /// The session's deadline (`--deadline`): no offer is made past it.
     pub session_deadline: Option<Instant>,
 }
@@ -54,6 +58,8 @@ struct Entry {
     reply: Reply<Answer>,
     /// The virtual address a component's murmur:message/send named.
     via: Option<String>,
+    /// The call's client span (every offer and follow-up request carries it).
+    span: Option<SpanContext>,
 }
 
 impl Pending for Entry {
@@ -91,6 +97,16 @@ impl Calls {
         &self.spec.peers
     }
 
+    /// The calling task's span, stamped on its components' requests to members.
+    pub fn span(&self) -> Option<SpanContext> {
+        self.spec.span
+    }
+
+    /// Call `idx`'s client span.
+    fn span_of(&self, idx: usize) -> Option<SpanContext> {
+        self.lock().get(idx).and_then(|e| e.span)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
         self.calls.lock()
     }
@@ -101,13 +117,19 @@ impl Calls {
         }
     }
 
-    fn client<'a>(&'a self, member: &'a str, url: reqwest::Url) -> Option<DoorClient<'a>> {
+    fn client<'a>(
+        &'a self,
+        member: &'a str,
+        url: reqwest::Url,
+        span: Option<SpanContext>,
+    ) -> Option<DoorClient<'a>> {
         Some(DoorClient {
             client: &self.spec.peers.client,
             member,
             url,
             token: self.spec.peers.token(member)?,
             trust: self.spec.trust,
+            span,
         })
     }
 
@@ -155,7 +177,7 @@ impl Calls {
         let routed = self
             .spec
             .peers
-            .route(peer_url, &mut scratch, self.spec.trust)
+            .route(peer_url, &mut scratch, self.spec.trust, None)
             .await?;
         let Routed::Peer { member, url } = routed else {
             return Err(CallError::NotVirtual(cut(peer_url)));
@@ -190,8 +212,9 @@ impl Calls {
         if self.calls.ended().is_cancelled() {
             return Err(CallError::Ended);
         }
+        let span = self.spec.span.map(|s| s.child());
         let door = self
-            .client(member, url.clone())
+            .client(member, url.clone(), span)
             .ok_or_else(|| self.spec.peers.not_callable(member))?;
         match door.send(task).await? {
             Sent::Taken(id) => {
@@ -202,8 +225,9 @@ impl Calls {
                     member_task_id: Some(id.clone()),
                     text: task.to_string(),
                     peer_url: via.map(str::to_string),
+                    span_id: span.map(|s| s.span_id),
                 });
-                let idx = self.push(call_id, member, Some(id.clone()), via);
+                let idx = self.push(call_id, member, Some(id.clone()), via, span);
                 let me = self.clone();
                 let member = member.to_string();
                 tokio::spawn(async move { me.watch(idx, &member, url, id).await });
@@ -220,7 +244,7 @@ impl Calls {
                     offer: 1,
                     retry_in_ms: next.map(|_| first.as_millis() as u64),
                 });
-                let idx = self.push(call_id, member, None, via);
+                let idx = self.push(call_id, member, None, via, span);
                 let me = self.clone();
                 let (member_s, task_s) = (member.to_string(), task.to_string());
                 tokio::spawn(async move {
@@ -246,6 +270,7 @@ impl Calls {
         member: &str,
         member_task_id: Option<crate::a2a::TaskId>,
         via: Option<&str>,
+        span: Option<SpanContext>,
     ) -> usize {
         let mut st = self.lock();
         st.push(Entry {
@@ -258,6 +283,7 @@ impl Calls {
                 delivered: via.is_some(),
             },
             via: via.map(str::to_string),
+            span,
         });
         st.len() - 1
     }
@@ -299,7 +325,7 @@ impl Calls {
         url: reqwest::Url,
         id: crate::a2a::TaskId,
     ) {
-        let Some(door) = self.client(member, url) else {
+        let Some(door) = self.client(member, url, self.span_of(idx)) else {
             return;
         };
         let result = tokio::select! {
@@ -341,7 +367,7 @@ impl Calls {
         deadline: Instant,
         mut next: Option<Instant>,
     ) {
-        let Some(door) = self.client(member, url.clone()) else {
+        let Some(door) = self.client(member, url.clone(), self.span_of(idx)) else {
             return;
         };
         let config = &self.spec.config;
@@ -371,6 +397,8 @@ impl Calls {
             // member takes just after the calling task ended is known, and canceled.
             match door.send(task).await {
                 Ok(Sent::Taken(id)) => {
+                    // Read before: the guard below lives to the end of the statement.
+                    let span_id = self.span_of(idx).map(|s| s.span_id);
                     self.record(Event::MemberCall {
                         task_id: self.spec.task_id.clone(),
                         call_id: self.call_id(idx),
@@ -378,6 +406,7 @@ impl Calls {
                         member_task_id: Some(id.clone()),
                         text: task.to_string(),
                         peer_url: self.lock().get(idx).and_then(|e| e.via.clone()),
+                        span_id,
                     });
                     if let Some(e) = self.lock().get_mut(idx) {
                         e.member_task_id = Some(id.clone());
@@ -457,7 +486,7 @@ impl Calls {
             let Ok(url) = self.spec.peers.door(member).await else {
                 return;
             };
-            if let Some(door) = self.client(member, url) {
+            if let Some(door) = self.client(member, url, self.span_of(*idx)) {
                 let _ = door.cancel(id).await;
             }
             self.settle(

@@ -22,6 +22,8 @@ pub(crate) struct DoorClient<'a> {
     pub url: Url,
     pub token: &'a FormationToken,
     pub trust: Trust,
+    /// The call's client span: sent as `traceparent`.
+    pub span: Option<crate::trace::context::SpanContext>,
 }
 
 /// How a SendMessage went.
@@ -37,8 +39,11 @@ impl DoorClient<'_> {
         let mut auth = HeaderValue::from_str(&format!("Bearer {}", self.token.expose()))
             .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid"));
         auth.set_sensitive(true);
-        self.client
-            .post(self.url.clone())
+        let mut request = self.client.post(self.url.clone());
+        if let Some(span) = &self.span {
+            request = request.header(crate::trace::context::TRACEPARENT, span.traceparent());
+        }
+        request
             .header(AUTHORIZATION, auth)
             .header("A2A-Version", a2a::PROTOCOL_VERSION)
             .header(ORIGIN_HEADER, ORIGIN_PEER)

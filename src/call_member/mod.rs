@@ -15,7 +15,6 @@
 
 mod calls;
 mod client;
-pub mod fence;
 mod peers;
 
 use std::sync::Arc;
@@ -25,12 +24,10 @@ use serde_json::Value;
 
 use crate::agent::{self, BoxFuture, Tool, ToolCall, ToolOutput};
 
+pub use crate::fence::Answer;
+pub use crate::virtual_address::{VIRTUAL_DOMAIN, is_virtual_host, virtual_member};
 pub use calls::{Calls, CallsSpec};
-pub use fence::Answer;
-pub use peers::{
-    PEERS_ENV, Peers, Routed, VIRTUAL_DOMAIN, is_virtual_host, reaches, reaches_host,
-    virtual_member,
-};
+pub use peers::{PEERS_ENV, Peers, Routed, reaches, reaches_host};
 
 pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 

@@ -21,27 +21,10 @@ use crate::credential::FormationToken;
 use crate::diag::Diagnostic;
 use crate::ids::MemberName;
 use crate::timing;
+use crate::virtual_address::{VIRTUAL_DOMAIN, virtual_member};
 
 /// `MURMUR_FORMATION_PEERS`: the components' list of virtual addresses.
 pub const PEERS_ENV: &str = crate::env::MURMUR_FORMATION_PEERS;
-/// Every virtual address is under this name; `.invalid` never resolves (RFC 2606).
-pub const VIRTUAL_DOMAIN: &str = "formation.invalid";
-
-/// The name a host under formation.invalid gives (`coder` for
-/// `coder.formation.invalid`, empty for the domain itself); `None` for any other host.
-/// `host` in lower case. The one reading of a virtual address: routing, the
-/// components' requests and the door's Agent Card all go through it.
-pub fn virtual_member(host: &str) -> Option<&str> {
-    if host == VIRTUAL_DOMAIN {
-        return Some("");
-    }
-    host.strip_suffix(VIRTUAL_DOMAIN)?.strip_suffix('.')
-}
-
-/// Whether `host` is a virtual member address, `<member name>.formation.invalid`.
-pub fn is_virtual_host(host: &str) -> bool {
-    virtual_member(host).is_some_and(MemberName::is_valid)
-}
 /// Every door listens here, at a port chosen at launch.
 const DOOR_HOST: &str = "127.0.0.1";
 /// Below the door's 10 s keep-alive (docs/design/door.md), so a pooled connection is
@@ -252,8 +235,9 @@ impl Peers {
     /// `formation.invalid`. For `http://<callee>.formation.invalid/<path>?<query>`:
     /// waits for the door URL, checks the real URL against
     /// `capabilities.network.allow`, removes any `Authorization`,
-    /// `x-murmur-task-origin` and `x-murmur-task-trust` the component set, attaches
-    /// the callee's token and `trust`, and returns the real URL. Any other name under
+    /// `x-murmur-task-origin`, `x-murmur-task-trust`, `traceparent` and `tracestate`
+    /// the component set, attaches the callee's token, `trust` and `span` (the task's,
+    /// as `traceparent`), and returns the real URL. Any other name under
     /// `formation.invalid` (a member it may not call, no member, the bare domain, an
     /// https URL, an explicit port) gets the one refusal, before any connection.
     pub async fn route(
@@ -261,6 +245,7 @@ impl Peers {
         url: &str,
         headers: &mut HeaderMap,
         trust: Trust,
+        span: Option<crate::trace::context::SpanContext>,
     ) -> Result<Routed, CallError> {
         let Ok(parsed) = Url::parse(url) else {
             return Ok(Routed::Direct);
@@ -280,6 +265,8 @@ impl Peers {
         headers.remove(AUTHORIZATION);
         headers.remove(ORIGIN_HEADER);
         headers.remove(TRUST_HEADER);
+        headers.remove(crate::trace::context::TRACEPARENT);
+        headers.remove(crate::trace::context::TRACESTATE);
         let token = self
             .token(member)
             .ok_or_else(|| self.not_callable(member))?;
@@ -289,6 +276,9 @@ impl Peers {
         headers.insert(AUTHORIZATION, auth);
         headers.insert(ORIGIN_HEADER, HeaderValue::from_static(super::ORIGIN_PEER));
         headers.insert(TRUST_HEADER, HeaderValue::from_static(trust.as_str()));
+        if let Some(value) = span.and_then(|s| HeaderValue::from_str(&s.traceparent()).ok()) {
+            headers.insert(crate::trace::context::TRACEPARENT, value);
+        }
         Ok(Routed::Peer {
             member: member.to_string(),
             url: real,
@@ -354,21 +344,6 @@ fn split_host_port(entry: &str) -> (&str, Option<u16>) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_virtual_host_is_a_member_name_under_the_domain() {
-        assert!(is_virtual_host("coder.formation.invalid"));
-        for not in [
-            "formation.invalid",
-            ".formation.invalid",
-            "Coder.formation.invalid",
-            "a.b.formation.invalid",
-            "coder.formation.invalid.evil",
-            "coderformation.invalid",
-            "127.0.0.1:8080",
-        ] {
-            assert!(!is_virtual_host(not), "{not}");
-        }
-    }
     use rstest::rstest;
 
     const DOOR: &str = "http://127.0.0.1:40123/";

@@ -106,6 +106,7 @@ impl Host {
                 trace: self.trace.clone(),
                 trust,
                 config: crate::call_member::CallConfig::default(),
+                span: None,
                 session_deadline: None,
             })
         });

@@ -67,6 +67,7 @@ impl State {
                 allow: grants.network.clone(),
                 peers: grants.peers.clone(),
                 trust,
+                span: sender.as_ref().and_then(|s| s.calls.span()),
                 limit,
             },
             limits: Limits {
@@ -167,6 +168,8 @@ struct Net {
     allow: Arc<Vec<String>>,
     peers: Option<Arc<crate::call_member::Peers>>,
     trust: Trust,
+    /// The task's span, stamped as `traceparent` on a request to a member.
+    span: Option<crate::trace::context::SpanContext>,
     limit: Duration,
 }
 
@@ -190,10 +193,11 @@ impl WasiHttpHooks for Net {
         fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
         drop(fut);
-        let (allow, peers, trust, limit) = (
+        let (allow, peers, trust, span, limit) = (
             self.allow.clone(),
             self.peers.clone(),
             self.trust,
+            self.span,
             self.limit,
         );
         Box::new(async move {
@@ -203,7 +207,7 @@ impl WasiHttpHooks for Net {
             if let Some(url) = virtual_address(request.uri()) {
                 shown_host = request.uri().host().map(str::to_ascii_lowercase);
                 let routed = match &peers {
-                    Some(p) => p.route(&url, request.headers_mut(), trust).await,
+                    Some(p) => p.route(&url, request.headers_mut(), trust, span).await,
                     None => return Err(HttpError::HttpRequestDenied),
                 };
                 match routed {

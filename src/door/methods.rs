@@ -18,6 +18,7 @@ use crate::a2a::{
     self, GetTaskRequest, Id, ListTasksRequest, Message, Role, RpcError, SendMessageRequest,
     SendMessageResponse, StreamResponse, Task, TaskIdRequest, TaskStatusUpdateEvent,
 };
+use crate::trace::context::TaskSpan;
 
 /// Frames a stream holds for a slow client before the producer waits.
 const STREAM_BUFFER: usize = 64;
@@ -25,13 +26,13 @@ const STREAM_BUFFER: usize = 64;
 pub(crate) async fn dispatch(
     s: Arc<Shared>,
     caller: Credential,
-    trust: Trust,
+    origin: (Trust, TaskSpan),
     call: Call,
 ) -> Response {
     let id = call.id.clone();
     let result = match call.method.as_str() {
-        a2a::SEND_MESSAGE => send_message(&s, caller, trust, call, false).await,
-        a2a::SEND_STREAMING_MESSAGE => send_message(&s, caller, trust, call, true).await,
+        a2a::SEND_MESSAGE => send_message(&s, caller, origin, call, false).await,
+        a2a::SEND_STREAMING_MESSAGE => send_message(&s, caller, origin, call, true).await,
         a2a::GET_TASK => get_task(&s, &caller, call),
         a2a::LIST_TASKS => list_tasks(&s, &caller, call),
         a2a::CANCEL_TASK => cancel_task(&s, &caller, call),
@@ -120,7 +121,7 @@ fn check_message(m: &Message) -> Result<(), RpcError> {
 async fn send_message(
     s: &Arc<Shared>,
     caller: Credential,
-    trust: Trust,
+    (trust, span): (Trust, TaskSpan),
     call: Call,
     streaming: bool,
 ) -> Result<Response, RpcError> {
@@ -143,6 +144,7 @@ async fn send_message(
             message,
             caller: caller.clone(),
             trust,
+            span,
             cancel: created.handle.cancellation().clone(),
             handle: created.handle,
         };

@@ -55,10 +55,24 @@ pub use tasks::{TaskEnded, TaskHandle, TaskStore};
 /// `FROM scratch` image has no system CA certificates: reqwest's default verifier
 /// would refuse to build there.
 pub fn client() -> reqwest::ClientBuilder {
-    crate::agent::http::tls::provider();
+    crate::tls::provider();
     reqwest::Client::builder()
         .no_proxy()
         .tls_certs_only(std::iter::empty())
+}
+
+/// Why a task was canceled, as its `canceled:` line says it.
+pub(crate) mod cancel_reason {
+    /// The member's lifeline closed.
+    pub(crate) const FORMATION_ENDED: &str = "formation ended";
+    /// The session's first SIGTERM.
+    pub(crate) const SIGTERM: &str = "SIGTERM (E-RUN-040)";
+    /// The session's `--deadline`.
+    pub(crate) const DEADLINE: &str = "deadline reached (E-RUN-053)";
+    /// A CancelTask from `credential` (`operator`, `member:<name>`, ...).
+    pub(crate) fn by(credential: &str) -> String {
+        format!("canceled by {credential}")
+    }
 }
 
 /// Who is calling: the credential a request was let in with. Its text form is the
@@ -133,22 +147,6 @@ pub struct CardInfo {
     pub description: String,
     pub version: String,
     pub skills: Vec<AgentSkill>,
-}
-
-/// The card's skills for a capsule: those its manifest declares, else one default
-/// (`Manifest::card_skills`).
-pub fn card_skills(manifest: &crate::manifest::Manifest) -> Vec<AgentSkill> {
-    manifest
-        .card_skills()
-        .into_iter()
-        .map(|s| AgentSkill {
-            id: s.id,
-            name: s.name,
-            description: s.description,
-            tags: s.tags,
-            examples: s.examples,
-        })
-        .collect()
 }
 
 /// Called when the operator sends murmur.StopSession.
@@ -272,6 +270,9 @@ pub struct Work {
     /// The task's trust class: from its caller, and for a peer task the class its
     /// caller stamped (`trust::Trust::of`).
     pub trust: trust::Trust,
+    /// The task's span: in its caller's trace when the caller holds the operator or a
+    /// formation token (`trust::task_span`).
+    pub span: crate::trace::context::TaskSpan,
     /// Fires when the task is cancelled; also `handle.cancellation()`.
     pub cancel: CancellationToken,
     pub handle: TaskHandle,

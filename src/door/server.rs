@@ -241,7 +241,7 @@ async fn card(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let virtual_host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .filter(|h| crate::call_member::is_virtual_host(h));
+        .filter(|h| crate::virtual_address::is_virtual_host(h));
     let body = match virtual_host {
         Some(host) => {
             let mut card = s.card_doc.clone();
@@ -350,7 +350,8 @@ async fn rpc(
         return rpc_error(call.id, RpcError::version_not_supported(&shown));
     }
     let trust = super::trust::Trust::of(&credential, super::trust::Trust::stamped(&headers));
-    methods::dispatch(s, credential, trust, call).await
+    let span = super::trust::task_span(&credential, &headers);
+    methods::dispatch(s, credential, (trust, span), call).await
 }
 
 async fn read_body(limits: &Limits, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {

@@ -307,10 +307,7 @@ impl TaskStore {
             s if s.is_terminal() => return Err(RpcError::not_cancelable(s)),
             _ => {}
         }
-        let msg = Message::text(
-            Role::Agent,
-            crate::records::cancel_reason::by(&caller.to_string()),
-        );
+        let msg = Message::text(Role::Agent, super::cancel_reason::by(&caller.to_string()));
         set_status(&mut state, id, TaskState::Canceled, Some(msg));
         let entry = &state.tasks[id];
         entry.cancel.cancel();

@@ -6,6 +6,7 @@
 use axum::http::HeaderMap;
 
 use super::Credential;
+use crate::trace::context::{SpanContext, TRACEPARENT, TaskSpan};
 
 /// The request header naming where a task came from; call-member stamps `peer`.
 pub const ORIGIN_HEADER: &str = "x-murmur-task-origin";
@@ -60,6 +61,19 @@ impl Trust {
     }
 }
 
+/// The span of a task this request starts. Its `traceparent` (exactly one, well
+/// formed) is joined only for the operator or a member: a formation token or the
+/// operator token proves the caller is mur's own. Anyone else's becomes a link.
+pub fn task_span(caller: &Credential, headers: &HeaderMap) -> TaskSpan {
+    let mut values = headers.get_all(TRACEPARENT).iter();
+    let inbound = match (values.next(), values.next()) {
+        (Some(v), None) => v.to_str().ok().and_then(SpanContext::parse),
+        _ => None,
+    };
+    let trusted = matches!(caller, Credential::Operator | Credential::Member(_));
+    TaskSpan::inbound(inbound, trusted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +97,27 @@ mod tests {
         assert_eq!(Trust::stamped(&headers(&["Trusted"])), None);
         assert_eq!(Trust::stamped(&headers(&["trusted "])), None);
         assert_eq!(Trust::stamped(&headers(&["trusted", "trusted"])), None);
+    }
+
+    #[test]
+    fn a_traceparent_is_joined_only_for_the_operator_or_a_member() {
+        let caller = SpanContext::root();
+        let mut h = HeaderMap::new();
+        h.append(TRACEPARENT, caller.traceparent().parse().unwrap());
+        for who in [Credential::Operator, Credential::Member("a".into())] {
+            let span = task_span(&who, &h);
+            assert_eq!(span.span.trace_id, caller.trace_id, "{who}");
+            assert_eq!(span.parent, Some(caller.span_id));
+        }
+        for who in [Credential::Public, Credential::Declared("CI".into())] {
+            let span = task_span(&who, &h);
+            assert_ne!(span.span.trace_id, caller.trace_id, "{who}");
+            assert_eq!((span.parent, span.link), (None, Some(caller)));
+        }
+        // Two headers are none.
+        h.append(TRACEPARENT, caller.traceparent().parse().unwrap());
+        let span = task_span(&Credential::Operator, &h);
+        assert_eq!((span.parent, span.link), (None, None));
     }
 
     #[test]

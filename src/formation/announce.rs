@@ -239,7 +239,7 @@ pub fn banner(formation: &str, members: &[MemberUp], took: Duration) -> String {
         ));
     }
     text.push_str(&format!(
-        "\n[mur run] follow it with `mur trace show {formation}`; end it with `mur stop {formation}`"
+        "\n[mur run] follow it with `mur trace show -f {formation}`; end it with `mur stop {formation}`"
     ));
     text
 }
@@ -319,7 +319,7 @@ mod tests {
             "[mur run] formation frm_1 is up (1.3 s)\n\
              [mur run]   lead (entry)  ses_1  http://127.0.0.1:1\n\
              [mur run]   helper        ses_2  http://127.0.0.1:2\n\
-             [mur run] follow it with `mur trace show frm_1`; end it with `mur stop frm_1`"
+             [mur run] follow it with `mur trace show -f frm_1`; end it with `mur stop frm_1`"
         );
     }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalogue::E_RUN_045;
 use crate::diag::{Diagnostic, Result};
-use crate::formation::marker::Marker;
+use crate::retention::marker::Marker;
 
 /// The formation's directory and the warning line to print when its marker could not
 /// be written (the launch goes on without one).

@@ -22,9 +22,10 @@ pub use crate::formation::announce::Voice;
 use crate::formation::member::{self, Spec, Started};
 use crate::formation::{announce, dirs};
 use crate::ids::{MemberName, Sha256};
+use crate::manifest::Retain;
 use crate::output::stderr_line;
 use crate::readiness::{self, NotReady, Ready};
-use crate::retention::{self, Policy};
+use crate::retention;
 use crate::signals::{Signal, Signals};
 use crate::timing;
 
@@ -36,7 +37,7 @@ pub struct Plan {
     /// In roster order.
     pub members: Vec<PlanMember>,
     /// The entry member's `trace.retain`.
-    pub retain: Policy,
+    pub retain: Retain,
 }
 
 #[derive(Debug, Clone)]
@@ -608,7 +609,12 @@ fn entry_lifecycle(task: Option<&str>) -> Vec<String> {
         ],
     };
     let mut args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
-    args.extend(task.map(String::from));
+    if let Some(task) = task {
+        // The launcher opens the formation task's trace: its root span is the entry
+        // task's parent (docs/trace.md, Trace context).
+        let root = crate::trace::context::SpanContext::root();
+        args.extend([task.into(), "--trace-parent".into(), root.traceparent()]);
+    }
     args
 }
 

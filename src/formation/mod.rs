@@ -11,7 +11,6 @@ use crate::output::stderr_line;
 pub mod announce;
 pub mod dirs;
 pub mod launch;
-pub mod marker;
 pub mod member;
 
 /// What `mur run --roster` was asked to do.

@@ -236,7 +236,7 @@ fn roster_wants(project: &Path) -> Result<Vec<Want>> {
                 )
                 .hint(format!(
                     "Write `{}/{capsule}` for a capsule installed from its .mur.zip.",
-                    store::LOCAL_SCOPE
+                    crate::artifact::LOCAL_SCOPE
                 )));
         }
         let member_name = m

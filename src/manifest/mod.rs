@@ -272,7 +272,21 @@ impl HookEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Trace {
     /// Bounds on kept sessions (and, for an entry member, formation directories).
-    pub retain: crate::retention::Policy,
+    pub retain: Retain,
+}
+
+/// The two keys of `trace.retain`. None on both: nothing is ever removed. The
+/// retention passes (src/retention/) apply it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retain {
+    pub max_sessions: Option<u32>,
+    pub max_age: Option<std::time::Duration>,
+}
+
+impl Retain {
+    pub fn is_unbounded(&self) -> bool {
+        self.max_sessions.is_none() && self.max_age.is_none()
+    }
 }
 
 /// An artifact the capsule needs, resolved through the stores and the lock.
@@ -295,19 +309,34 @@ pub struct Skill {
 }
 
 impl Manifest {
-    /// The skills the Agent Card shows: those declared, else one made from the
-    /// capsule's name and description, so a card never offers nothing.
-    pub fn card_skills(&self) -> Vec<Skill> {
-        if !self.skills.is_empty() {
-            return self.skills.clone();
-        }
-        vec![Skill {
+    /// The skills the Agent Card shows, as A2A AgentSkills: those declared, else one
+    /// made from the capsule's name and description, so a card never offers nothing.
+    pub fn card_skills(&self) -> Vec<crate::a2a::AgentSkill> {
+        let skills = if self.skills.is_empty() {
+            vec![self.default_skill()]
+        } else {
+            self.skills.clone()
+        };
+        skills
+            .into_iter()
+            .map(|s| crate::a2a::AgentSkill {
+                id: s.id,
+                name: s.name,
+                description: s.description,
+                tags: s.tags,
+                examples: s.examples,
+            })
+            .collect()
+    }
+
+    fn default_skill(&self) -> Skill {
+        Skill {
             id: self.name.clone(),
             name: self.name.clone(),
             description: self.description.clone(),
             tags: vec![self.name.clone()],
             examples: Vec::new(),
-        }]
+        }
     }
 }
 

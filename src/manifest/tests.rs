@@ -84,7 +84,7 @@ fn minimal_takes_every_default() {
     assert_eq!(m.network.authentication, None);
     assert_eq!(m.capabilities, Capabilities::default());
     assert!(m.tools.is_empty() && m.hooks.is_empty() && m.artifacts.is_empty());
-    assert_eq!(m.trace.retain, crate::retention::Policy::default());
+    assert_eq!(m.trace.retain, super::Retain::default());
     assert_eq!(m.instructions, None);
 }
 

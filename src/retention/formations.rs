@@ -10,10 +10,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{Policy, Removal, Removed, set_aside, set_aside_before};
-use crate::formation::marker::Marker;
+use super::{Removal, Removed, Retain, set_aside, set_aside_before};
 use crate::ids::FormationId;
 use crate::paths;
+use crate::retention::marker::Marker;
 
 /// The two roots a pass works in.
 #[derive(Debug, Clone)]
@@ -52,7 +52,7 @@ pub fn pass(
     dirs: &Dirs,
     project_dir: &Path,
     current: &str,
-    policy: &Policy,
+    policy: &Retain,
     running: &Running,
     now: SystemTime,
 ) -> Vec<Removal> {

@@ -4,18 +4,19 @@
 //! entry member's bounds its roster's formation directories ([`formations`]).
 //!
 //! Both rank what they may remove newest first (the UUIDv7 in an id sorts by time),
-//! ask [`Policy::reason`] whether rank and age put it out of bounds, never touch the
+//! ask [`Retain::reason`] whether rank and age put it out of bounds, never touch the
 //! current item, a newer one or one still running, and report each removal with
 //! [`Removal::line`]. Both remove by `set_aside` first, so a pass killed midway
 //! never leaves a half-removed item: the next pass finishes it (`set_aside_before`).
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use crate::ids::{FormationId, SessionId};
 
 pub mod formations;
+pub mod marker;
 pub mod sessions;
 
 pub use formations::{Dirs, Running, pass};
@@ -47,18 +48,9 @@ fn set_aside_before(parent: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// The two keys of `trace.retain`. None on both: nothing is ever removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Policy {
-    pub max_sessions: Option<u32>,
-    pub max_age: Option<Duration>,
-}
+use crate::manifest::Retain;
 
-impl Policy {
-    pub fn is_unbounded(&self) -> bool {
-        self.max_sessions.is_none() && self.max_age.is_none()
-    }
-
+impl Retain {
     /// Why the item at `rank` (0 = newest, the current one counted), minted at
     /// `minted`, is out of bounds at `now`; `None` when it is kept. `max_age` wins
     /// when both bound it.
@@ -125,14 +117,14 @@ impl Removal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::UNIX_EPOCH;
+    use std::time::{Duration, UNIX_EPOCH};
 
     const HOUR: Duration = Duration::from_secs(3600);
 
     #[test]
     fn the_policy_names_max_age_first_and_keeps_what_is_in_bounds() {
         let now = UNIX_EPOCH + 100 * HOUR;
-        let both = Policy {
+        let both = Retain {
             max_sessions: Some(2),
             max_age: Some(HOUR),
         };
@@ -147,7 +139,7 @@ mod tests {
         assert_eq!(both.reason(5, now - 2 * HOUR, now), Some(Reason::MaxAge));
         // Minted in the future (a clock set back): young, not an error.
         assert_eq!(both.reason(0, now + HOUR, now), None);
-        let none = Policy::default();
+        let none = Retain::default();
         assert!(none.is_unbounded());
         assert_eq!(none.reason(1000, UNIX_EPOCH, now), None);
     }

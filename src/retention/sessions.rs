@@ -7,14 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{Policy, Removal, Removed, set_aside, set_aside_before};
+use super::{Removal, Removed, Retain, set_aside, set_aside_before};
 use crate::ids::SessionId;
 use crate::trace;
 
 /// Applies `policy` to the sessions beside `current_dir` (the current session's
 /// records directory). `live` names sessions still running. Returns what it removed,
 /// newest first.
-pub fn pass(current_dir: &Path, policy: &Policy, live: &[String], now: SystemTime) -> Vec<Removal> {
+pub fn pass(current_dir: &Path, policy: &Retain, live: &[String], now: SystemTime) -> Vec<Removal> {
     if policy.is_unbounded() {
         return Vec::new();
     }
@@ -108,7 +108,7 @@ mod tests {
         let older = session(root.path(), "local/a");
         let current = session(root.path(), "local/a");
         let newer = session(root.path(), "local/a");
-        let retain = Policy {
+        let retain = Retain {
             max_sessions: Some(2),
             max_age: None,
         };
@@ -136,7 +136,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let old = session(root.path(), "local/a");
         let current = session(root.path(), "local/a");
-        let retain = Policy {
+        let retain = Retain {
             max_sessions: None,
             max_age: Some(Duration::from_secs(3600)),
         };
@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(removed.len(), 1);
         assert_eq!(removed[0].removed, Removed::Session(old.parse().unwrap()));
         assert_eq!(removed[0].reason, Reason::MaxAge);
-        let none = Policy::default();
+        let none = Retain::default();
         assert!(pass(&root.path().join(&current), &none, &[], later).is_empty());
     }
 
@@ -157,7 +157,7 @@ mod tests {
         // What a pass killed between its rename and its delete leaves.
         let aside = root.path().join(format!(".trash-{old}"));
         std::fs::rename(root.path().join(&old), &aside).unwrap();
-        let retain = Policy {
+        let retain = Retain {
             max_sessions: Some(5),
             max_age: None,
         };

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::catalogue::{self, Code};
-use crate::records::cancel_reason;
+use crate::door::cancel_reason;
 use crate::running::RunningDir;
 use crate::signals::Signal;
 use crate::trace::{ExitStatus, RecordedState};

@@ -30,7 +30,7 @@ pub(super) struct Live {
     pub(super) env: Arc<TaskEnv>,
     pub(super) formation_id: Option<String>,
     /// `trace.retain`, applied to the project's sessions at the end.
-    pub(super) retain: crate::retention::Policy,
+    pub(super) retain: crate::manifest::Retain,
     /// How the `--task` task's end is reported on stdout.
     pub(super) report: Report,
     /// The `--task` task, until its end was reported.
@@ -64,8 +64,9 @@ pub(super) struct Watch {
     pub(super) lifeline: Option<std::os::fd::OwnedFd>,
     /// The operator's murmur.StopSession.
     pub(super) on_stop: tokio::sync::mpsc::UnboundedReceiver<()>,
-    /// `--task`.
+    /// `--task`, and `--trace-parent`: the span that asked for it.
     pub(super) task_text: Option<String>,
+    pub(super) task_parent: Option<crate::trace::context::SpanContext>,
     pub(super) signals: Signals,
 }
 
@@ -78,13 +79,14 @@ impl Live {
             lifeline,
             mut on_stop,
             task_text,
+            task_parent,
             mut signals,
         } = watch;
         let mut lifeline = lifeline.map(|fd| Box::pin(crate::lifeline::closed(fd)));
         let mut running: Option<JoinHandle<RecordedState>> = None;
         let mut idle_since = Instant::now();
         if let Some(text) = task_text {
-            match self.submit(text) {
+            match self.submit(text, task_parent) {
                 Ok(work) => {
                     self.first_task = Some(work.task_id.clone());
                     running = Some(tokio::spawn(task::run(self.env.clone(), work)));
@@ -141,7 +143,11 @@ impl Live {
     }
 
     /// The `--task` task: a task on the door, started by the operator.
-    fn submit(&self, text: String) -> std::result::Result<Work, a2a::RpcError> {
+    fn submit(
+        &self,
+        text: String,
+        parent: Option<crate::trace::context::SpanContext>,
+    ) -> std::result::Result<Work, a2a::RpcError> {
         let message = Message::text(Role::User, text);
         let created = self
             .door
@@ -156,6 +162,7 @@ impl Live {
             message,
             caller: Credential::Operator,
             trust: door::trust::Trust::Trusted,
+            span: crate::trace::context::TaskSpan::inbound(parent, true),
             cancel: created.handle.cancellation().clone(),
             handle: created.handle,
         })
@@ -281,9 +288,20 @@ impl Live {
         };
         let text = std::fs::read_to_string(self.env.records.result_path()).unwrap_or_default();
         match self.report {
-            Report::Text if on_its_own => {
-                output::stdout_text(&text);
-            }
+            Report::Text if on_its_own => match did_not_complete(state, &text) {
+                Some(reason) => {
+                    let d =
+                        Diagnostic::new(catalogue::E_RUN_010, format!("task {task_id} {reason}"))
+                            .hint(format!(
+                                "`mur trace show {}` shows what the task did.",
+                                self.session_id
+                            ));
+                    output::stderr_line(&d);
+                }
+                None => {
+                    output::stdout_text(&text);
+                }
+            },
             Report::Text => {}
             Report::Json => {
                 let line = crate::readiness::OutcomeLine::task(
@@ -298,4 +316,14 @@ impl Live {
             }
         }
     }
+}
+
+/// For a task that ended failed, canceled or rejected, `<state>: <reason>` from its
+/// result text (whose first line is just that, docs/records.md); `None` for an answer.
+pub(crate) fn did_not_complete(state: RecordedState, result: &str) -> Option<String> {
+    matches!(
+        state,
+        RecordedState::Failed | RecordedState::Canceled | RecordedState::Rejected
+    )
+    .then(|| result.trim_end().to_string())
 }

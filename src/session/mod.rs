@@ -21,6 +21,7 @@ pub(crate) mod formation;
 pub(crate) mod lifecycle;
 pub(crate) mod live;
 pub(crate) mod ops;
+pub(crate) mod pick;
 pub(crate) mod resume;
 pub(crate) mod send;
 pub(crate) mod serve;
@@ -34,7 +35,7 @@ use clap::{Args, ValueEnum};
 use crate::catalogue::{E_RUN_002, E_RUN_005, E_RUN_006};
 use crate::diag::{Diagnostic, Result};
 
-/// `mur run`: run a capsule as a session, or with `--roster` launch a formation.
+// `mur run`: run a capsule as a session, or with `--roster` launch a formation.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Run this installed capsule (`<scope>/<name>`) instead of the current folder's
@@ -69,6 +70,19 @@ pub struct RunArgs {
     /// Launch the formation of this roster.yaml (default: ./roster.yaml).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = ".")]
     pub roster: Option<PathBuf>,
+    /// The span that asked for --task, as a W3C `traceparent`: the launcher gives its
+    /// entry member the formation's, a delegating session its child the delegating
+    /// task's (docs/trace.md, Trace context). Mur's own, so hidden.
+    #[arg(long, value_name = "TRACEPARENT", hide = true, requires = "task",
+          conflicts_with = "roster", value_parser = parse_traceparent)]
+    pub trace_parent: Option<crate::trace::context::SpanContext>,
+}
+
+fn parse_traceparent(
+    value: &str,
+) -> std::result::Result<crate::trace::context::SpanContext, String> {
+    crate::trace::context::SpanContext::parse(value)
+        .ok_or_else(|| format!("`{value}` is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,20 +7,22 @@ use nix::unistd::Pid;
 
 use crate::catalogue::{E_RUN_003, E_RUN_004};
 use crate::diag::{Diagnostic, Result};
-use crate::formation::marker::Marker;
 use crate::records::{self, Records};
+use crate::retention::marker::Marker;
 use crate::running::{RunningDir, RunningRecord};
 use crate::trace::{self, Event};
 use crate::{output, paths};
 
-/// `mur stop <ses_id|frm_id>`
+// `mur stop <ses_id|frm_id>` (a doc comment here would replace the command's
+// sentence in its --help: clap reads it when the command is the one typed).
 #[derive(Debug, Clone, Args)]
 pub struct StopArgs {
-    /// A session id (`ses_…`) or a formation id (`frm_…`).
-    pub id: String,
+    /// A session id (`ses_…`) or a formation id (`frm_…`), or a prefix of one that no
+    /// other id shares. Without it: the one formation running in this folder.
+    pub id: Option<String>,
 }
 
-/// `mur ps`
+// `mur ps`
 #[derive(Debug, Clone, Args)]
 pub struct PsArgs {
     /// One JSON array of the running records (with --all, of every session listed).
@@ -31,7 +33,7 @@ pub struct PsArgs {
     pub all: bool,
 }
 
-/// `mur trace …`
+// `mur trace …`
 #[derive(Debug, Clone, Args)]
 pub struct TraceArgs {
     #[command(subcommand)]
@@ -42,10 +44,11 @@ pub struct TraceArgs {
 pub enum TraceCommand {
     /// Print a session's trace, readable; for a formation id, every member's session.
     #[command(
-        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --json | jq -c 'select(.type == \"tool_call\")'"
+        after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 --html -o timeline.html\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --json | jq -c 'select(.type == \"tool_call\")'"
     )]
     Show {
-        /// A session id (`ses_…`) or a formation id (`frm_…`).
+        /// A session id (`ses_…`) or a formation id (`frm_…`), or a prefix of one
+        /// that no other id in the records shares.
         id: String,
         /// The records as JSON Lines, as trace.jsonl holds them (a formation's
         /// sessions one after another, each from its session_start).
@@ -53,8 +56,27 @@ pub enum TraceCommand {
         json: bool,
         /// Keep printing records as they are written, to the session's session_end
         /// (for a formation, every member's at once, each line behind `[member] `).
-        #[arg(long, short)]
+        #[arg(long, short, conflicts_with = "html")]
         follow: bool,
+        /// A timeline instead: one self-contained HTML page, a lane per member
+        /// (docs/trace.md, The timeline).
+        #[arg(long, conflicts_with = "json")]
+        html: bool,
+        /// With --html: write the page to this file (replaced whole) instead of stdout.
+        #[arg(short, long, value_name = "FILE", requires = "html")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Write a session's or a formation's trace as OpenTelemetry spans: OTLP/JSON, one
+    /// `TracesData` a line (docs/trace.md, OpenTelemetry export).
+    #[command(
+        after_help = "Examples:\n  mur trace export frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071 -o traces.jsonl\n  mur trace export ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 | curl -H 'Content-Type: application/json' --data-binary @- http://127.0.0.1:4318/v1/traces"
+    )]
+    Export {
+        /// A session id (`ses_…`) or a formation id (`frm_…`).
+        id: String,
+        /// Write to this file (replaced whole) instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
 }
 
@@ -63,17 +85,32 @@ pub enum TraceCommand {
 /// launcher ends them).
 pub(crate) fn stop(args: &StopArgs) -> Result<i32> {
     let running = RunningDir::default();
+    let live = running.list()?;
+    let id = match &args.id {
+        Some(typed) => {
+            let formations = live_formations(&live);
+            let known = live
+                .iter()
+                .map(|r| r.session_id.as_str())
+                .chain(formations.iter().map(|(f, _)| f.as_str()));
+            match super::pick::pick(typed, known)? {
+                Some(id) => id,
+                None => return already_ended(typed),
+            }
+        }
+        None => this_folder_s_formation(&live)?,
+    };
     let mut targets: Vec<(String, u32)> = Vec::new();
-    if args.id.starts_with("frm_") {
-        let dir = paths::formations_dir().join(&args.id);
-        let launcher = format!("the launcher of {}", args.id);
+    if id.starts_with("frm_") {
+        let dir = paths::formations_dir().join(&id);
+        let launcher = format!("the launcher of {id}");
         if let Some(marker) = Marker::read(&dir)
             && marker.launcher_running()
         {
             targets.push((launcher.clone(), marker.launcher_pid));
         }
-        for r in running.list()? {
-            if r.formation_id.as_deref() != Some(args.id.as_str()) {
+        for r in &live {
+            if r.formation_id.as_deref() != Some(id.as_str()) {
                 continue;
             }
             match (&r.formation_member, &r.launcher) {
@@ -87,14 +124,12 @@ pub(crate) fn stop(args: &StopArgs) -> Result<i32> {
                 _ => {}
             }
         }
-    } else if let Some(r) = running.get(&args.id)? {
+    } else if let Some(r) = live.iter().find(|r| r.session_id == id) {
         targets.push((r.session_id.clone(), r.pid));
     }
     if targets.is_empty() {
-        return Err(Diagnostic::new(
-            E_RUN_003,
-            format!("no running session or formation is named {}", args.id),
-        ));
+        // It ended between the listing and now.
+        return already_ended(&id);
     }
     for (what, pid) in targets {
         kill(Pid::from_raw(pid as i32), Signal::SIGTERM).map_err(|e| {
@@ -108,6 +143,136 @@ pub(crate) fn stop(args: &StopArgs) -> Result<i32> {
         ));
     }
     Ok(0)
+}
+
+/// The formations that run: those whose formation.json names a running launcher, and
+/// those a live member's running record names; each with the project it runs in,
+/// when known.
+fn live_formations(live: &[RunningRecord]) -> Vec<(String, Option<std::path::PathBuf>)> {
+    let mut found: Vec<(String, Option<std::path::PathBuf>)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(paths::formations_dir()) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("frm_")
+                && let Some(marker) = Marker::read(&entry.path())
+                && marker.launcher_running()
+            {
+                found.push((name, Some(marker.project_dir)));
+            }
+        }
+    }
+    for r in live {
+        let Some(frm) = &r.formation_id else { continue };
+        // The entry member works in its roster's project folder.
+        let project = r.formation_entry.then(|| r.workdir.clone());
+        match found.iter_mut().find(|(f, _)| f == frm) {
+            Some((_, known @ None)) => *known = project,
+            Some(_) => {}
+            None => found.push((frm.clone(), project)),
+        }
+    }
+    found
+}
+
+/// `mur stop` with no id: the one formation running in the current folder.
+fn this_folder_s_formation(live: &[RunningRecord]) -> Result<String> {
+    let here = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| Diagnostic::new(E_RUN_003, format!("cannot read the current folder: {e}")))?;
+    let mine: Vec<String> = live_formations(live)
+        .into_iter()
+        .filter(|(_, project)| project.as_deref() == Some(here.as_path()))
+        .map(|(f, _)| f)
+        .collect();
+    match mine.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Diagnostic::new(
+            E_RUN_003,
+            format!("no formation runs in {}", here.display()),
+        )
+        .hint("Name what to stop: `mur stop <ses_id|frm_id>`; `mur ps` lists what runs.")),
+        many => Err(Diagnostic::new(
+            crate::catalogue::E_RUN_009,
+            format!(
+                "{} formations run in {}: {}",
+                many.len(),
+                here.display(),
+                many.join(", ")
+            ),
+        )),
+    }
+}
+
+/// `mur stop` of a session or formation that no longer runs: says how it ended and
+/// succeeds, since what was asked for holds; E-RUN-003 when no records name it.
+fn already_ended(typed: &str) -> Result<i32> {
+    let sessions = records::find_sessions(&paths::records_root());
+    let starts: Vec<(&Records, Option<Start>)> =
+        sessions.iter().map(|r| (r, start_of(r))).collect();
+    let known = starts.iter().flat_map(|(r, s)| {
+        std::iter::once(r.session_id.as_str())
+            .chain(s.as_ref().and_then(|s| s.formation_id.as_deref()))
+    });
+    let Some(id) = super::pick::pick(typed, known)? else {
+        return Err(Diagnostic::new(
+            E_RUN_003,
+            format!("no running session or formation is named {typed}"),
+        ));
+    };
+    let formations = paths::formations_dir();
+    let how = if id.starts_with("frm_") {
+        // Its entry member's end is the formation's: the one member not working in a
+        // peer's directory under the formation's.
+        let entry = starts.iter().find(|(_, s)| {
+            s.as_ref().is_some_and(|s| {
+                s.formation_id.as_deref() == Some(id.as_str())
+                    && !s.workdir.starts_with(formations.join(&id))
+            })
+        });
+        match entry {
+            Some((r, s)) => {
+                let member = s
+                    .as_ref()
+                    .and_then(|s| s.member.clone())
+                    .unwrap_or_default();
+                format!("its entry member {member} {}", ending(r))
+            }
+            None => "its entry member's records are gone".to_string(),
+        }
+    } else {
+        let r = starts
+            .iter()
+            .find(|(r, _)| r.session_id == id)
+            .map(|(r, _)| *r);
+        r.map_or_else(|| "its records are gone".to_string(), ending)
+    };
+    output::stderr_line(format_args!("[mur stop] {id} already ended: {how}"));
+    Ok(0)
+}
+
+/// How a session ended, from its trace's last record.
+fn ending(records: &Records) -> String {
+    let text = std::fs::read_to_string(records.trace_path()).unwrap_or_default();
+    let last = text
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<trace::Record>(l).ok());
+    match last.map(|r| r.event) {
+        Some(Event::SessionEnd {
+            exit_status,
+            exit_code,
+            error_code,
+            ..
+        }) => {
+            let status = serde_json::to_value(exit_status)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            let code = error_code.map(|c| format!(", {c}")).unwrap_or_default();
+            format!("ended {status} (exit code {exit_code}{code})")
+        }
+        _ => "ended without a session_end: its process was killed".to_string(),
+    }
 }
 
 /// Lists live sessions, oldest first; with `--all` every session, newest first.
@@ -258,24 +423,98 @@ fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> 
 
 /// `mur trace show`.
 pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
-    let TraceCommand::Show { id, json, follow } = &args.command;
+    match &args.command {
+        TraceCommand::Show {
+            id,
+            html: true,
+            output,
+            ..
+        } => timeline(id, output.as_deref()),
+        TraceCommand::Show {
+            id, json, follow, ..
+        } => show(id, *json, *follow),
+        TraceCommand::Export { id, output } => export(id, output.as_deref()),
+    }
+}
+
+/// The export's spans of every session `id` names.
+fn spans_of(typed: &str) -> Result<Vec<trace::otlp::TracesData>> {
+    let (id, sessions) = sessions_of(typed)?;
+    let mut traces = Vec::with_capacity(sessions.len());
+    for r in &sessions {
+        traces.push(trace::read(&r.trace_path())?.records);
+    }
+    let members: Vec<trace::export::Session<'_>> = traces
+        .iter()
+        .map(|records| trace::export::Session { records })
+        .collect();
+    let frm = id.starts_with("frm_").then_some(id.as_str());
+    Ok(trace::export::export(&members, frm))
+}
+
+/// `text` to stdout, or to `output` replaced whole through a rename (a symlink at
+/// that name is replaced, never followed).
+fn deliver(text: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    match output {
+        None => {
+            output::stdout_text(text);
+        }
+        Some(path) => crate::fsutil::write_atomic(
+            path,
+            text.as_bytes(),
+            0o644,
+            crate::fsutil::Durability::File,
+        )
+        .map_err(|e| crate::fsutil::write_failed(crate::catalogue::E_REC_001, path, &e))?,
+    }
+    Ok(0)
+}
+
+/// `mur trace show --html`: the timeline page (`trace::html`).
+fn timeline(id: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    let traces = spans_of(id)?;
+    deliver(&trace::html::page(id, &traces), output)
+}
+
+/// `mur trace export`: every session's records, transformed (`trace::export`).
+fn export(id: &str, output: Option<&std::path::Path>) -> Result<i32> {
+    let mut text = String::new();
+    for data in spans_of(id)? {
+        text.push_str(&serde_json::to_string(&data).unwrap_or_default());
+        text.push('\n');
+    }
+    deliver(&text, output)
+}
+
+/// The sessions `typed` names (a whole id or a unique prefix, `session::pick`): one
+/// session, or every member session of a formation; with the id it named.
+fn sessions_of(typed: &str) -> Result<(String, Vec<Records>)> {
     let root = paths::records_root();
     let formations = paths::formations_dir();
-    let sessions: Vec<Records> = if id.starts_with("frm_") {
-        records::find_sessions(&root)
-            .into_iter()
-            .filter(|r| {
-                start_of(r).is_some_and(|s| {
-                    s.formation_id.as_deref() == Some(id.as_str()) && !s.lost_with(&formations)
-                })
-            })
-            .collect()
-    } else {
-        records::find_session(&root, id)
-            .into_iter()
-            .filter(|r| !start_of(r).is_some_and(|s| s.lost_with(&formations)))
-            .collect()
-    };
+    let all: Vec<(Records, Option<Start>)> = records::find_sessions(&root)
+        .into_iter()
+        .map(|r| {
+            let start = start_of(&r);
+            (r, start)
+        })
+        .filter(|(_, s)| !s.as_ref().is_some_and(|s| s.lost_with(&formations)))
+        .collect();
+    let known = all.iter().flat_map(|(r, s)| {
+        std::iter::once(r.session_id.as_str())
+            .chain(s.as_ref().and_then(|s| s.formation_id.as_deref()))
+    });
+    let id = super::pick::pick(typed, known)?.unwrap_or_else(|| typed.to_string());
+    let sessions: Vec<Records> = all
+        .into_iter()
+        .filter(|(r, s)| {
+            if id.starts_with("frm_") {
+                s.as_ref().and_then(|s| s.formation_id.as_deref()) == Some(id.as_str())
+            } else {
+                r.session_id == id
+            }
+        })
+        .map(|(r, _)| r)
+        .collect();
     if sessions.is_empty() {
         return Err(Diagnostic::new(
             E_RUN_003,
@@ -285,6 +524,12 @@ pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
             ),
         ));
     }
+    Ok((id, sessions))
+}
+
+fn show(typed: &str, json: bool, follow: bool) -> Result<i32> {
+    let (id, sessions) = sessions_of(typed)?;
+    let (json, follow) = (&json, &follow);
     let many = sessions.len() > 1;
     if *follow {
         let followed = sessions

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use crate::catalogue::{E_RUN_002, E_RUN_003};
 use crate::diag::{Diagnostic, Result};
-use crate::formation::marker::Marker;
 use crate::paths;
 use crate::records::{self, Records};
+use crate::retention::marker::Marker;
 use crate::running::RunningDir;
 use crate::session::capsule::{self, Capsule};
 use crate::trace::{self, Event};

@@ -11,10 +11,11 @@ use crate::diag::{Diagnostic, Result};
 use crate::output;
 use crate::running::{RunningDir, RunningRecord};
 
-/// `mur send`
+// `mur send`
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
-    /// A running session (`ses_…`), or a formation (`frm_…`): its entry member.
+    /// A running session (`ses_…`), or a formation (`frm_…`): its entry member. A
+    /// prefix of the id that no other live id shares will do.
     pub id: String,
     /// The task's text.
     pub task: String,
@@ -38,21 +39,28 @@ pub(crate) fn send(args: &SendArgs) -> Result<i32> {
     runtime.block_on(stream_task(&door, &token, &target.session_id, &args.task))
 }
 
-/// The live session `id` names, or the entry member of the formation it names.
-fn find(running: &RunningDir, id: &str) -> Result<RunningRecord> {
+/// The live session `typed` names, or the entry member of the formation it names
+/// (either by a unique prefix: `session::pick`).
+fn find(running: &RunningDir, typed: &str) -> Result<RunningRecord> {
     let live = running.list()?;
+    let known = live.iter().flat_map(|r| {
+        let entry_of = r.formation_id.as_deref().filter(|_| r.formation_entry);
+        std::iter::once(r.session_id.as_str()).chain(entry_of)
+    });
+    let none = || {
+        Diagnostic::new(
+            E_RUN_003,
+            format!("no running session or formation entry member is named {typed}"),
+        )
+    };
+    let id = super::pick::pick(typed, known)?.ok_or_else(none)?;
     let found = if id.starts_with("frm_") {
         live.into_iter()
-            .find(|r| r.formation_id.as_deref() == Some(id) && r.formation_entry)
+            .find(|r| r.formation_id.as_deref() == Some(id.as_str()) && r.formation_entry)
     } else {
         live.into_iter().find(|r| r.session_id == id)
     };
-    found.ok_or_else(|| {
-        Diagnostic::new(
-            E_RUN_003,
-            format!("no running session or formation entry member is named {id}"),
-        )
-    })
+    found.ok_or_else(none)
 }
 
 /// `SendStreamingMessage`, then each event as it comes.
@@ -103,7 +111,18 @@ async fn stream_task(door: &str, token: &str, session: &str, task: &str) -> Resu
             "{session}'s door ended the stream before the task ended"
         )));
     };
-    if !seen.text.is_empty() {
+    if matches!(state.as_str(), "failed" | "canceled" | "rejected") {
+        // stdout carries answers only: `answer=$(mur send …)` must not store a reason.
+        let reason = seen.text.trim_end();
+        let d = Diagnostic::new(
+            crate::catalogue::E_RUN_010,
+            format!("task {} {state}: {reason}", seen.task_id),
+        )
+        .hint(format!(
+            "`mur trace show {session}` shows what the task did."
+        ));
+        output::stderr_line(&d);
+    } else if !seen.text.is_empty() {
         output::stdout_text(&seen.text);
     }
     output::stderr_line(format_args!("[mur send] {}: {state}", seen.task_id));

@@ -183,7 +183,7 @@ impl Stage<'_> {
             session_id: session_id.clone(),
             pid: std::process::id(),
             start_time: crate::proc::start_time(std::process::id()),
-            started_at: trace::now(),
+            started_at: crate::a2a::time::now(),
             capsule: self.capsule.name.clone(),
             version: self.capsule.version.clone(),
             door_url: Some(door_base(&door)),
@@ -317,6 +317,7 @@ impl Stage<'_> {
                 lifeline,
                 on_stop,
                 task_text: self.task_text.take(),
+                task_parent: self.args.trace_parent,
                 signals: self
                     .signals
                     .take()
@@ -377,7 +378,7 @@ impl Stage<'_> {
             name: self.capsule.name.clone(),
             description: m.description.clone(),
             version: self.capsule.version.clone(),
-            skills: door::card_skills(m),
+            skills: m.card_skills(),
         };
         config.public = m.network.authentication.is_none();
         if let Some(auth) = &m.network.authentication {

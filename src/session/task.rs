@@ -105,6 +105,10 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         credential: work.caller.to_string(),
         text: Some(text.clone()),
         trust: Some(work.trust.as_str().to_string()),
+        trace_id: Some(work.span.span.trace_id),
+        span_id: Some(work.span.span.span_id),
+        parent_span_id: work.span.parent,
+        link: work.span.link,
     });
     if let Some(host) = &env.components {
         let record = serde_json::json!({"task_id": task_id, "context_id": work.context_id,
@@ -143,6 +147,7 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
             trace: Some(env.trace.clone()),
             trust: work.trust,
             config: crate::call_member::CallConfig::default(),
+            span: Some(work.span.span),
             session_deadline: env.deadline,
         })
     });
@@ -159,7 +164,7 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
     let delegations = env
         .delegation
         .clone()
-        .map(crate::delegation::Delegations::new);
+        .map(|config| crate::delegation::Delegations::new(config, Some(work.span.span)));
     if let Some(d) = &delegations {
         tools.push(d.tool());
     }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{LOCAL_SCOPE, Outcome, StoreKind, Stores, put, write::conflict};
+use super::{Outcome, StoreKind, Stores, put, write::conflict};
 use crate::approval::{self, Wrote};
+use crate::artifact::LOCAL_SCOPE;
 use crate::catalogue::{E_PAK_001, E_PAK_004, E_PAK_006, E_STO_001, E_STO_003};
 use crate::diag::{Diagnostic, Result};
 use crate::{output, pack};
@@ -162,7 +163,7 @@ pub fn prepare(path: &Path) -> Result<Ready> {
         (bytes, checked.manifest)
     };
     let name = format!("{LOCAL_SCOPE}/{}", manifest.name);
-    super::artifact_path_or_refuse(Path::new(""), &name, &manifest.version)
+    crate::artifact::artifact_path_or_refuse(Path::new(""), &name, &manifest.version)
         .map_err(|d| d.in_file(path))?;
     Ok(Ready {
         sha256: crate::ids::Sha256::of(&bytes),

@@ -8,7 +8,8 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use super::{Installed, StoreKind, Stores, artifact_path_or_refuse};
+use super::{Installed, StoreKind, Stores};
+use crate::artifact::artifact_path_or_refuse;
 use crate::catalogue::{E_STO_001, E_STO_002, E_STO_003};
 use crate::diag::{Diagnostic, Result};
 use crate::fsutil::{self, Durability};

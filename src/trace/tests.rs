@@ -28,6 +28,10 @@ fn every_event() -> Vec<Event> {
             credential: "member:planner".into(),
             text: Some("write the parser".into()),
             trust: Some("trusted".into()),
+            trace_id: context::TraceId::parse("0af7651916cd43dd8448eb211c80319c"),
+            span_id: context::SpanId::parse("b7ad6b7169203331"),
+            parent_span_id: context::SpanId::parse("00f067aa0ba902b7"),
+            link: None,
         },
         Event::A2aTaskRefused {
             credential: "member:planner".into(),
@@ -70,6 +74,7 @@ fn every_event() -> Vec<Event> {
             member_task_id: Some("t9".into()),
             text: "review".into(),
             peer_url: Some("http://reviewer.formation.invalid".into()),
+            span_id: context::SpanId::parse("53995c3f42cd8ad8"),
         },
         Event::MemberOffer {
             task_id: "t1".into(),
@@ -332,6 +337,10 @@ fn forbidden_session_secrets_are_refused() {
             credential: "operator".into(),
             text: Some(format!("my token is {operator}, keep it short")),
             trust: None,
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            link: None,
         })
         .unwrap_err();
     assert_eq!(err.code, catalogue::E_REC_002);
@@ -342,6 +351,10 @@ fn forbidden_session_secrets_are_refused() {
             credential: "operator".into(),
             text: Some("keep it short".into()),
             trust: None,
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            link: None,
         })
         .unwrap();
 }
@@ -361,6 +374,10 @@ fn a_secret_that_json_escapes_is_still_refused() {
             credential: "operator".into(),
             text: Some(format!("here: {secret}.")),
             trust: None,
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            link: None,
         })
         .unwrap_err();
     assert_eq!(err.code, catalogue::E_REC_002);

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use crate::support::call_member::*;
 use mur::agent::{Message, Outcome, ToolCall};
-use mur::call_member::{CallConfig, CallMember, Routed, Trust, fence};
+use mur::call_member::{CallConfig, CallMember, Routed, Trust};
 use mur::credential::FormationKey;
 use mur::door::Acceptance;
-use mur::trace::{Event, RecordedState};
+use mur::fence;
+use mur::trace::{Event, Record, RecordedState};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::json;
 use tokio::sync::Semaphore;
@@ -114,6 +115,39 @@ async fn a_three_member_chain_answers_back_fenced() {
     assert!(a_records.iter().any(|r| matches!(&r.event,
         Event::MemberCall { member, member_task_id, .. } if member == "b" && *member_task_id == b_task)));
     let entry_records = records(&entry_trace);
+    // Trace context: one trace, and each member's task is a child of the member_call
+    // span that asked for it (its traceparent).
+    let call_span = |recs: &[Record], to: &str| {
+        recs.iter()
+            .find_map(|r| match &r.event {
+                Event::MemberCall {
+                    member, span_id, ..
+                } if member == to => *span_id,
+                _ => None,
+            })
+            .expect("a member_call with its span_id")
+    };
+    let received = |recs: &[Record]| {
+        recs.iter()
+            .find_map(|r| match &r.event {
+                Event::A2aTaskReceived {
+                    trace_id: Some(t),
+                    span_id: Some(s),
+                    parent_span_id,
+                    link,
+                    ..
+                } => Some((*t, *s, *parent_span_id, *link)),
+                _ => None,
+            })
+            .expect("an a2a_task_received with its ids")
+    };
+    let (a_trace_id, a_span, a_parent, a_link) = received(&a_records);
+    let (b_trace_id, b_span, b_parent, _) = received(&b_records);
+    assert_eq!(a_trace_id, b_trace_id, "one trace across the members");
+    assert_eq!(a_parent, Some(call_span(&entry_records, "a")));
+    assert_eq!(b_parent, Some(call_span(&a_records, "b")));
+    assert_eq!(a_link, None);
+    assert_ne!(a_span, b_span);
     let kinds: Vec<&str> = entry_records.iter().map(|r| r.event.kind()).collect();
     let call_at = kinds
         .iter()
@@ -335,6 +369,7 @@ async fn members_it_may_not_call_are_refused_before_connecting() {
             "http://reviewer.formation.invalid/",
             &mut headers,
             Trust::Untrusted,
+            None,
         )
         .await;
     let b = p
@@ -342,6 +377,7 @@ async fn members_it_may_not_call_are_refused_before_connecting() {
             "http://nobody.formation.invalid/x",
             &mut headers,
             Trust::Untrusted,
+            None,
         )
         .await;
     let (a, b) = (a.unwrap_err().to_string(), b.unwrap_err().to_string());
@@ -376,6 +412,7 @@ async fn a_virtual_address_is_routed_to_the_real_door() {
             "http://coder.formation.invalid/a/b?c=d",
             &mut headers,
             Trust::Untrusted,
+            None,
         )
         .await
         .unwrap();
@@ -395,9 +432,14 @@ async fn a_virtual_address_is_routed_to_the_real_door() {
     assert_eq!(headers["x-other"], "kept");
     // Other hosts are not the runtime's to route.
     assert_eq!(
-        p.route("http://example.com/", &mut HeaderMap::new(), Trust::Trusted)
-            .await
-            .unwrap(),
+        p.route(
+            "http://example.com/",
+            &mut HeaderMap::new(),
+            Trust::Trusted,
+            None
+        )
+        .await
+        .unwrap(),
         Routed::Direct
     );
     // A member whose allow list does not reach localhost cannot call.
@@ -407,6 +449,7 @@ async fn a_virtual_address_is_routed_to_the_real_door() {
             "http://coder.formation.invalid/",
             &mut HeaderMap::new(),
             Trust::Trusted,
+            None,
         )
         .await
         .unwrap_err();

@@ -8,6 +8,7 @@ use std::time::Duration;
 use mur::credential::FormationKey;
 use mur::door::trust::{TRUST_HEADER, Trust};
 use mur::door::{Acceptance, BusyRefusal, DeclaredToken, Door, DoorConfig, FormationMember};
+use mur::trace::context::{SpanContext, TRACEPARENT, TaskSpan};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -21,6 +22,8 @@ struct Fixture {
     key: FormationKey,
     /// (who, trust) of each task the door handed on, in order.
     seen: mpsc::UnboundedReceiver<(String, Trust)>,
+    /// The span of each task, in the same order.
+    spans: mpsc::UnboundedReceiver<TaskSpan>,
     refusals: Arc<Mutex<Vec<BusyRefusal>>>,
     /// Ends the task the runner holds (single acceptance: the member is busy till then).
     release: mpsc::UnboundedSender<()>,
@@ -47,10 +50,12 @@ async fn start(public: bool) -> Fixture {
     }));
     let (door, mut work) = Door::start(config).await.unwrap();
     let (seen_tx, seen) = mpsc::unbounded_channel();
+    let (spans_tx, spans) = mpsc::unbounded_channel();
     let (release, mut released) = mpsc::unbounded_channel::<()>();
     tokio::spawn(async move {
         while let Some(w) = work.next().await {
             let _ = seen_tx.send((w.caller.to_string(), w.trust));
+            let _ = spans_tx.send(w.span);
             let _ = w.handle.working();
             if w.message.text_content() == "hold" {
                 released.recv().await;
@@ -63,6 +68,7 @@ async fn start(public: bool) -> Fixture {
         _door: door,
         key,
         seen,
+        spans,
         refusals,
         release,
     }
@@ -71,6 +77,17 @@ async fn start(public: bool) -> Fixture {
 impl Fixture {
     /// SendMessage with `token` and the given `x-murmur-task-trust` values; the body.
     async fn send(&self, token: Option<&str>, stamps: &[&str], text: &str) -> Value {
+        self.send_with(token, stamps, &[], text).await
+    }
+
+    /// [`Fixture::send`] with these `traceparent` headers too.
+    async fn send_with(
+        &self,
+        token: Option<&str>,
+        stamps: &[&str],
+        traceparents: &[&str],
+        text: &str,
+    ) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
             "message": {"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]},
             "configuration": {"returnImmediately": true}
@@ -85,6 +102,9 @@ impl Fixture {
         }
         for s in stamps {
             req = req.header(TRUST_HEADER, *s);
+        }
+        for t in traceparents {
+            req = req.header(TRACEPARENT, *t);
         }
         let resp = req.send().await.unwrap();
         assert_eq!(resp.status(), 200);
@@ -147,6 +167,47 @@ async fn a_stamp_counts_only_on_a_formation_token() {
         let body = f.send(token, stamps, "quick").await;
         assert!(body.get("error").is_none(), "{body}");
         assert_eq!(f.next_seen().await, (who.to_string(), trust), "{stamps:?}");
+    }
+}
+
+/// Only the operator and a member join the caller's trace; a public caller or a
+/// declared credential cannot place a task in someone else's trace (a link instead).
+#[tokio::test]
+async fn a_traceparent_is_joined_only_on_an_operator_or_formation_token() {
+    let mut f = start(true).await;
+    let planner = f.peer("planner");
+    let caller = SpanContext::root();
+    let tp = caller.traceparent();
+    for (token, joins) in [
+        (Some(planner.as_str()), true),
+        (Some(OPERATOR), true),
+        (Some(DECLARED), false),
+        (None, false),
+    ] {
+        let body = f.send_with(token, &[], &[&tp], "quick").await;
+        assert!(body.get("error").is_none(), "{body}");
+        let who = f.next_seen().await.0;
+        let span = f.spans.recv().await.unwrap();
+        if joins {
+            assert_eq!(span.span.trace_id, caller.trace_id, "{who}");
+            assert_eq!(
+                (span.parent, span.link),
+                (Some(caller.span_id), None),
+                "{who}"
+            );
+        } else {
+            assert_ne!(span.span.trace_id, caller.trace_id, "{who}");
+            assert_eq!((span.parent, span.link), (None, Some(caller)), "{who}");
+        }
+    }
+    // Malformed, or two of them: no context at all, a trace of its own.
+    let two = [tp.as_str(), tp.as_str()];
+    let bad = ["00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"];
+    for tps in [&two[..], &bad[..]] {
+        f.send_with(Some(&planner), &[], tps, "quick").await;
+        f.next_seen().await;
+        let span = f.spans.recv().await.unwrap();
+        assert_eq!((span.parent, span.link), (None, None), "{tps:?}");
     }
 }
 

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mur::credential::VerifyKey;
 use mur::formation::launch::{Options, Places, Plan, PlanMember, launch};
-use mur::retention::{Dirs, Policy};
+use mur::manifest::Retain;
+use mur::retention::Dirs;
 use serde_json::Value;
 
 use crate::support::fake::Fakes;
@@ -61,7 +62,7 @@ fn chain(w: &Rig) -> Plan {
             member("coder", false, &["reviewer"]),
             member("reviewer", false, &[]),
         ],
-        retain: Policy::default(),
+        retain: Retain::default(),
     }
 }
 
@@ -116,6 +117,13 @@ async fn the_entry_member_s_end_ends_the_formation() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
+    // The launcher's root span of the formation task (docs/trace.md, Trace context).
+    let (argv, traced) = argv.split_at(argv.len() - 2);
+    assert_eq!(traced[0], "--trace-parent");
+    assert!(
+        mur::trace::context::SpanContext::parse(traced[1]).is_some(),
+        "{traced:?}"
+    );
     assert_eq!(
         argv,
         [
@@ -330,7 +338,7 @@ async fn a_roster_of_one_makes_no_formation_directory() {
     let plan = Plan {
         project_dir: w.root.join("project"),
         members: vec![member("solo", true, &[])],
-        retain: Policy::default(),
+        retain: Retain::default(),
     };
     assert_eq!(run(&w, &plan).await, 0);
     assert!(w.event("solo", "started").is_some());

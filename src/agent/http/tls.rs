@@ -5,7 +5,6 @@
 
 use std::error::Error as _;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rustls_pki_types::CertificateDer;
@@ -21,16 +20,6 @@ pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 /// How long a connection (TCP and the TLS handshake) may take, within `agent.timeout`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The one crypto provider mur links: ring (docs/distribution.md, "One TLS
-/// provider"). It is also installed as the process default, on first use, because
-/// reqwest's clients and wasmtime-wasi-http's outgoing requests build their TLS
-/// configs from that default.
-pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    // Err only when a default is installed already: ring, the only one linked.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// A client trusting the public roots, `SSL_CERT_FILE`'s certificates and `ca_file`'s.
 pub(super) fn client(
     ca_file: Option<&Path>,
@@ -44,7 +33,7 @@ pub(super) fn client(
     if let Some(file) = ca_file {
         add_pem(&mut roots, file, "agent.ca_file")?;
     }
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+    let mut tls = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| Diagnostic::new(E_AGT_003, format!("cannot set up TLS: {e}")))?
         .with_root_certificates(roots)

@@ -74,7 +74,7 @@ impl World {
         self.formation(&self.id(age, n), &self.project.clone(), self.dead_pid)
     }
 
-    fn pass(&self, current: &str, policy: Policy, running: Running) -> Vec<Removal> {
+    fn pass(&self, current: &str, policy: Retain, running: Running) -> Vec<Removal> {
         pass(
             &self.dirs,
             &self.project,
@@ -120,7 +120,7 @@ fn without_a_policy_nothing_is_removed() {
     let old = w.ours(100 * HOUR, 1);
     let current = w.ours(Duration::ZERO, 2);
     assert!(
-        w.pass(&current, Policy::default(), none_running())
+        w.pass(&current, Retain::default(), none_running())
             .is_empty()
     );
     assert!(w.exists(&old));
@@ -133,7 +133,7 @@ fn max_sessions_keeps_the_newest_including_the_current_one() {
     let b = w.ours(3 * HOUR, 2);
     let c = w.ours(2 * HOUR, 3);
     let current = w.ours(Duration::ZERO, 4);
-    let policy = Policy {
+    let policy = Retain {
         max_sessions: Some(2),
         max_age: None,
     };
@@ -161,7 +161,7 @@ fn max_age_and_both_limits_name_max_age() {
     let old = w.ours(3 * HOUR, 1);
     let young = w.ours(HOUR / 2, 2);
     let current = w.ours(Duration::ZERO, 3);
-    let policy = Policy {
+    let policy = Retain {
         max_sessions: Some(2),
         max_age: Some(HOUR),
     };
@@ -175,7 +175,7 @@ fn never_removes_current_or_newer() {
     let w = world();
     let current = w.ours(2 * HOUR, 1);
     let newer = w.ours(HOUR, 2);
-    let policy = Policy {
+    let policy = Retain {
         max_sessions: Some(1),
         max_age: Some(Duration::from_secs(1)),
     };
@@ -191,7 +191,7 @@ fn never_removes_a_formation_whose_launcher_runs() {
     std::fs::create_dir_all(&dir).unwrap();
     Marker::for_this_launcher(&w.project).write(&dir).unwrap();
     let current = w.ours(Duration::ZERO, 2);
-    let policy = Policy {
+    let policy = Retain {
         max_sessions: Some(1),
         max_age: None,
     };
@@ -204,7 +204,7 @@ fn never_removes_a_formation_a_running_record_names() {
     let w = world();
     let named = w.ours(5 * HOUR, 1);
     let current = w.ours(Duration::ZERO, 2);
-    let policy = Policy {
+    let policy = Retain {
         max_sessions: Some(1),
         max_age: None,
     };
@@ -218,7 +218,7 @@ fn an_unreadable_running_dir_counts_every_formation_as_running() {
     let w = world();
     let old = w.ours(5 * HOUR, 1);
     let current = w.ours(Duration::ZERO, 2);
-    let policy = Policy {
+    let policy = Retain {
         max_sessions: Some(1),
         max_age: Some(HOUR),
     };
@@ -237,7 +237,7 @@ fn never_removes_another_project_s_or_an_unmarked_formation() {
     std::fs::create_dir_all(w.dirs.formations.join(&garbled)).unwrap();
     std::fs::write(w.dirs.formations.join(&garbled).join("formation.json"), "{").unwrap();
     let current = w.ours(Duration::ZERO, 4);
-    let policy = Policy {
+    let policy = Retain {
         max_sessions: Some(1),
         max_age: Some(HOUR),
     };
@@ -256,7 +256,7 @@ fn a_pass_finishes_what_a_killed_pass_left() {
     let current = w.ours(Duration::ZERO, 2);
     w.pass(
         &current,
-        Policy {
+        Retain {
             max_sessions: Some(5),
             max_age: None,
         },

@@ -171,6 +171,71 @@ async fn a_session_refuses_at_start_what_would_fail_every_task() {
     }
 }
 
+/// A task that fails (its model server is down) says why on stderr, as E-RUN-010, and
+/// leaves stdout empty, so `answer=$(mur run --task …)` never stores a reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_task_says_why_on_stderr_and_prints_nothing_on_stdout() {
+    let w = World::new();
+    // Port 9 (discard) on loopback: nothing listens, every request is refused.
+    w.capsule(
+        "down",
+        &http_agent("http://127.0.0.1:9/v1", "  max_retries: 0\n"),
+    )
+    .await;
+    let (code, stdout, stderr) = w.run_task("down", &[]).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.is_empty(), "stdout carries answers only: {stdout:?}");
+    assert!(stderr.contains("E-RUN-010"), "{stderr}");
+    assert!(stderr.contains("failed: "), "{stderr}");
+    assert!(
+        stderr.contains("mur trace show ses_"),
+        "the hint names the session: {stderr}"
+    );
+
+    // The same task given to a serving session with `mur send`.
+    let mut serving = w.mur(
+        &w.proj(),
+        &[
+            "run",
+            "--capsule",
+            "local/down",
+            "--capsule-version",
+            "1.0.0",
+            "--json",
+        ],
+    );
+    serving
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut serving = serving.spawn().unwrap();
+    let mut first = String::new();
+    tokio::io::AsyncBufReadExt::read_line(
+        &mut tokio::io::BufReader::new(serving.stdout.take().unwrap()),
+        &mut first,
+    )
+    .await
+    .unwrap();
+    let ready: Value = serde_json::from_str(&first).unwrap();
+    let session = ready["session_id"].as_str().unwrap();
+    let sent = w
+        .mur(&w.proj(), &["send", session, "hi"])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&sent.stderr);
+    assert_eq!(sent.status.code(), Some(1), "{stderr}");
+    assert!(
+        sent.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&sent.stdout)
+    );
+    assert!(
+        stderr.contains("E-RUN-010") && stderr.contains("failed: "),
+        "{stderr}"
+    );
+    serving.kill().await.unwrap();
+}
+
 /// A formation whose member refuses at start does not launch: E-RUN-045 with the
 /// member's own reason.
 #[tokio::test(flavor = "multi_thread")]

@@ -10,6 +10,7 @@ use mur::agent::{Agent, AgentSpec, Outcome, Tool, TransportConfig, transport};
 use mur::call_member::{CallConfig, CallMember, Calls, CallsSpec, Peers, Trust};
 use mur::credential::FormationKey;
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, WorkReceiver};
+use mur::trace::context::SpanContext;
 use mur::trace::{Event, Record, TraceWriter};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -77,12 +78,32 @@ pub fn calls_as(
     config: CallConfig,
     trust: Trust,
 ) -> Arc<Calls> {
+    calls_in(
+        task_id,
+        peers,
+        trace,
+        config,
+        trust,
+        Some(SpanContext::root()),
+    )
+}
+
+/// The calls of a task of class `trust` whose span is `span`: each call is a child.
+pub fn calls_in(
+    task_id: &str,
+    peers: Arc<Peers>,
+    trace: Option<Arc<TraceWriter>>,
+    config: CallConfig,
+    trust: Trust,
+    span: Option<SpanContext>,
+) -> Arc<Calls> {
     Calls::new(CallsSpec {
         task_id: task_id.into(),
         peers,
         trace,
         trust,
         config,
+        span,
         session_deadline: None,
     })
 }
@@ -129,17 +150,22 @@ pub async fn agent_runner(
                 credential: w.caller.to_string(),
                 text: Some(text.clone()),
                 trust: Some(w.trust.as_str().into()),
+                trace_id: Some(w.span.span.trace_id),
+                span_id: Some(w.span.span.span_id),
+                parent_span_id: w.span.parent,
+                link: w.span.link,
             })
             .unwrap();
         let _ = w.handle.working();
         // The door computed the task's class; its calls stamp it on.
         let calls = peers.clone().map(|p| {
-            calls_as(
+            calls_in(
                 w.task_id.as_str(),
                 p,
                 Some(trace.clone()),
                 CallConfig::default(),
                 w.trust,
+                Some(w.span.span),
             )
         });
         let mut agent = agent(w.task_id.as_str(), 8, calls, Some(trace.clone()));

@@ -9,6 +9,7 @@ mod clean;
 pub mod door;
 pub mod fake;
 pub mod guests;
+pub mod otel;
 pub mod session;
 
 use std::io::{Cursor, Write};
