@@ -52,6 +52,17 @@ catalogue! {
         "`agent.ca_file`, or the file `SSL_CERT_FILE` names, cannot be read or holds no PEM certificate.",
         "Name a PEM file of CA certificates (`-----BEGIN CERTIFICATE-----`); a relative `agent.ca_file` is read from the capsule's folder.";
 
+    // ---- E-APR: approvals, what a later launch may run (docs/approval.md) -------
+    E_APR_001 = "E-APR-001", "Changed since approved",
+        "A file that decides what a launch runs or may do (the project's roster.yaml or murmur.lock, an artifact of the project store, a capsule folder's murmur.yaml or a file it declares) differs from what mur last recorded under ~/.murmur/approvals/. A session working in the project can write those files, so the launch starts nothing until you approve the change.",
+        "If you made the change, run `mur approve` in the project (or the capsule folder); it shows each change and records it. If you did not, find what wrote it.";
+    E_APR_002 = "E-APR-002", "Project folder holds ~/.murmur",
+        "The project folder is your home folder or above it: every session working there could write ~/.murmur, mur's approvals, global store and records.",
+        "Run mur in a project folder below your home folder (`mur new <NAME>` makes one).";
+    E_APR_003 = "E-APR-003", "Approval cannot be checked",
+        "The approval record under ~/.murmur/approvals/ cannot be read, parsed or written, or a protected file of the project cannot be read to compare it.",
+        "Check that ~/.murmur/approvals/ is a folder you own and the file named is readable; deleting a broken record makes the next launch trust and record the project again.";
+
     // ---- E-CLI: command line -------------------------------------------------
     E_CLI_001 = "E-CLI-001", "Unknown code",
         "`mur explain` was given a code that is not in the catalogue.",

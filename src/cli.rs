@@ -4,7 +4,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::diag::Result;
-use crate::{doctor, explain, lock, pack, scaffold, session, store};
+use crate::{approve, doctor, explain, lock, pack, scaffold, session, store};
 
 /// mur (murmur): packs, installs and runs capsules, and launches formations of them.
 #[derive(Debug, Parser)]
@@ -57,6 +57,12 @@ pub enum Command {
     /// Pin name, version and sha256 of what the project uses in murmur.lock.
     #[command(after_help = "Example:\n  mur lock")]
     Lock(Later<lock::LockArgs>),
+    /// Approve the changes a launch refuses (E-APR-001): show each change to the project's
+    /// roster, lock, store and capsule files since mur last recorded them, and record them.
+    #[command(
+        after_help = "Examples (after editing roster.yaml by hand):\n  mur approve && mur run --roster --task \"Plan a picnic.\"\n  mur approve team/lead"
+    )]
+    Approve(Later<approve::ApproveArgs>),
     /// Run a capsule as a session serving its door; with --roster, launch a formation.
     #[command(
         after_help = "Examples:\n  mur run --task \"Say hello\"\n  mur run --capsule local/hello --capsule-version 0.1.0 --json\n  mur run --roster --task \"Plan a picnic.\"\n  mur run --roster --json"
@@ -160,6 +166,7 @@ impl Command {
             Command::Install(_) => "install",
             Command::Ls(_) => "ls",
             Command::Lock(_) => "lock",
+            Command::Approve(_) => "approve",
             Command::Sync(_) => "sync",
             Command::Run(_) => "run",
             Command::Send(_) => "send",
@@ -183,6 +190,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Install(Later(args)) => store::install::run(&args),
         Command::Ls(Later(args)) => store::ls::run(&args),
         Command::Lock(Later(args)) => lock::run(&args),
+        Command::Approve(Later(args)) => approve::run(&args),
         Command::Sync(Later(args)) => crate::sync::run(&args),
         Command::Run(Later(args)) => session::run(&args),
         Command::Send(Later(args)) => session::send::send(&args),

@@ -37,7 +37,14 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
         }
     });
     let file = roster::resolve(&path);
-    let outcome = admission::admit_report(&file);
+    let outcome = admission::admit_report(&file).and_then(|admitted| {
+        // What a launch would refuse now, unapproved changes included; writes nothing.
+        let found = crate::approve::check_report(&crate::approve::Launch::roster(&admitted));
+        match found {
+            Ok(None) => Ok(admitted),
+            Ok(Some(d)) | Err(d) => Err(Refusal::new(d, Fault::Roster)),
+        }
+    });
     let status = i32::from(outcome.is_err());
     // A closed stdout is not the roster's fault: the exit status still tells.
     match (&outcome, args.json) {

@@ -17,6 +17,8 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod a2a;
 pub mod admission;
 pub mod agent;
+pub(crate) mod approval;
+pub(crate) mod approve;
 pub mod artifact;
 pub mod call_member;
 pub(crate) mod catalogue;

@@ -43,6 +43,8 @@ pub struct Roster {
     pub reachability: Reachability,
     /// Where the `members` key is (a missing entry member is reported there).
     pub members_at: Pos,
+    /// Of the text parsed: what a launch holds against its approval (crate::approve).
+    pub sha256: crate::ids::Sha256,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -254,6 +256,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Roster, Refusal> {
         members,
         reachability,
         members_at: Pos::of(top.key("members").unwrap_or(members_node)),
+        sha256: crate::ids::Sha256::of(text.as_bytes()),
     })
 }
 

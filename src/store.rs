@@ -133,6 +133,18 @@ impl Stores {
 
     /// One store's artifacts, sorted by name then version. A missing store is empty.
     pub fn list_store(&self, kind: StoreKind) -> Result<Vec<Installed>> {
+        let mut found = Vec::new();
+        for (name, version) in self.names_in(kind)? {
+            if let Some(one) = self.find_in(kind, &name, &version)? {
+                found.push(one);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The name and version of each artifact of one store, sorted as `list_store`
+    /// sorts them, without hashing any.
+    pub fn names_in(&self, kind: StoreKind) -> Result<Vec<(String, String)>> {
         let root = self.root(kind);
         let mut found = Vec::new();
         for scope in subdirs(root)? {
@@ -142,17 +154,11 @@ impl Stores {
                     continue;
                 }
                 for version in versions_in(&root.join(&scope).join(&name))? {
-                    if let Some(one) = self.find_in(kind, &full, &version)? {
-                        found.push(one);
-                    }
+                    found.push((full.clone(), version));
                 }
             }
         }
-        found.sort_by(|a, b| {
-            a.name
-                .cmp(&b.name)
-                .then_with(|| compare_versions(&a.version, &b.version))
-        });
+        found.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| compare_versions(&a.1, &b.1)));
         Ok(found)
     }
 }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::approval::{self, Wrote};
 use crate::diag::{Diagnostic, Result};
+use crate::ids::Sha256;
 use crate::store::install::{Ready, prepare};
 use crate::store::{Outcome, StoreKind, Stores, put};
 use crate::{lock, output, paths, roster};
@@ -28,6 +30,7 @@ pub fn run(_args: &SyncArgs) -> Result<i32> {
     let sources = sources_beside(&project)?;
     let stores = Stores::of(&project);
     let mut changed = 0;
+    let mut wrote = Vec::new();
     for member in &roster.members {
         let Some(ready) = sources
             .iter()
@@ -47,6 +50,7 @@ pub fn run(_args: &SyncArgs) -> Result<i32> {
             &ready.bytes,
             true,
         )?;
+        wrote.push(ready);
         let from = ready.from.display();
         match outcome {
             Outcome::Unchanged(_) => {}
@@ -69,9 +73,17 @@ pub fn run(_args: &SyncArgs) -> Result<i32> {
             }
         }
     }
-    if project.join(lock::FILE_NAME).is_file() {
-        update_lock(&project)?;
+    let mut wrote: Vec<Wrote> = wrote
+        .iter()
+        .map(|r| Wrote::Artifact(&r.name, &r.version, r.sha256.clone()))
+        .collect();
+    let lock_file = project.join(lock::FILE_NAME);
+    if lock_file.is_file() {
+        let text = update_lock(&project)?;
+        wrote.push(Wrote::File(&lock_file, Sha256::of(text.as_bytes())));
     }
+    // What sync installed and pinned is approved; nothing else is (docs/approval.md).
+    approval::record_written(&project, &wrote)?;
     if changed == 0 {
         output::stdout_line("every member's installed artifact matches its source folder");
     }
@@ -91,18 +103,21 @@ fn sources_beside(project: &Path) -> Result<Vec<Ready>> {
     dirs.iter().map(|d| prepare(d)).collect()
 }
 
-/// Rewrites murmur.lock when what it should pin changed; says what.
-fn update_lock(project: &Path) -> Result<()> {
+/// Rewrites murmur.lock when what it should pin changed; says what. Returns the
+/// lock's text, as it now is.
+fn update_lock(project: &Path) -> Result<String> {
     let file = project.join(lock::FILE_NAME);
     let (new, warnings) = lock::resolve(project)?;
     for w in &warnings {
         output::stderr_line(w);
     }
     let old = lock::load(project)?.unwrap_or_default();
-    if old == new {
-        return Ok(());
+    let text = new.render();
+    // Rewritten when its bytes differ too, so the sha256 sync approves is the file's.
+    if old == new && std::fs::read_to_string(&file).ok().as_deref() == Some(text.as_str()) {
+        return Ok(text);
     }
-    lock::write_file(&file, &new.render())?;
+    lock::write_file(&file, &text)?;
     for pin in &new.pins {
         if old.pin(&pin.name) != Some(pin) {
             output::stdout_line(format_args!(
@@ -114,5 +129,5 @@ fn update_lock(project: &Path) -> Result<()> {
             ));
         }
     }
-    Ok(())
+    Ok(text)
 }

@@ -68,10 +68,18 @@ pub fn refuse_inside(start: Start) -> Result<()> {
 
 /// `mur run --roster`: admits the roster, launches it, and returns the exit status.
 /// A refusal starts nothing.
-pub fn run_roster(request: &RosterLaunch) -> Result<i32> {
+///
+/// `approved` holds the admitted roster against what the user approved (the caller's
+/// `crate::approve`, which this module does not reach: the stores below it record into
+/// approvals); its refusal starts nothing either.
+pub fn run_roster(
+    request: &RosterLaunch,
+    approved: &dyn Fn(&Admitted) -> Result<()>,
+) -> Result<i32> {
     refuse_inside(Start::Launcher)?;
     // admit resolves a folder to its roster.yaml.
     let admitted = admission::admit(&request.roster)?;
+    approved(&admitted)?;
     for warning in &admitted.warnings {
         stderr_line(warning);
     }

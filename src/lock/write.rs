@@ -33,7 +33,10 @@ pub(crate) fn run(_args: &LockArgs) -> Result<i32> {
     }
     let file = project.join(FILE_NAME);
     let text = lock.render();
+    let written = crate::approval::Wrote::File(&file, crate::ids::Sha256::of(text.as_bytes()));
     if std::fs::read_to_string(&file).ok().as_deref() == Some(text.as_str()) {
+        // What `mur lock` would write is approved, written now or before.
+        crate::approval::record_written(&project, &[written])?;
         output::stdout_line(format_args!(
             "{FILE_NAME} is up to date ({})",
             count(lock.pins.len())
@@ -41,6 +44,7 @@ pub(crate) fn run(_args: &LockArgs) -> Result<i32> {
         return Ok(0);
     }
     write_atomically(&file, &text)?;
+    crate::approval::record_written(&project, &[written])?;
     for p in &lock.pins {
         output::stdout_line(format_args!(
             "pinned {} {} sha256 {}",

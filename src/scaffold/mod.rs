@@ -31,6 +31,9 @@ pub(crate) fn run(args: &NewArgs) -> Result<i32> {
             .hint("Run `mur new` from a folder that exists and that you can write to.")
     })?;
     let target = create(&cwd, &args.name, args.roster)?;
+    // What mur new wrote is approved as written (docs/approval.md): the README's first
+    // launch needs no `mur approve`, and edits before the first run need none either.
+    crate::approve::record_new(&target)?;
     let shown = target
         .file_name()
         .map(Path::new)

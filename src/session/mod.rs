@@ -184,13 +184,16 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
 /// `mur run --roster`: the formation launcher lives in `crate::formation`.
 fn run_roster(args: &RunArgs) -> Result<i32> {
     refuse_with_roster(args)?;
-    crate::formation::run_roster(&crate::formation::RosterLaunch {
-        roster: roster_path(args.roster.as_deref()),
-        // As given: the entry member shares the launcher's folder and reads a file there.
-        task: args.task.clone(),
-        deadline: args.deadline,
-        json: args.json,
-    })
+    crate::formation::run_roster(
+        &crate::formation::RosterLaunch {
+            roster: roster_path(args.roster.as_deref()),
+            // As given: the entry member shares the launcher's folder and reads a file there.
+            task: args.task.clone(),
+            deadline: args.deadline,
+            json: args.json,
+        },
+        &|admitted| crate::approve::check_launch(&crate::approve::Launch::roster(admitted)),
+    )
 }
 
 /// `--roster PATH`, or without a PATH (`.`) the project's roster, found from any folder

@@ -25,7 +25,7 @@ pub(crate) struct Resumed {
     installed: bool,
     /// Where the capsule was resolved from: the roster's project for a formation
     /// member (its marker names it), else the work folder.
-    project: PathBuf,
+    pub project: PathBuf,
     /// The earlier tasks and their answers, for the system prompt.
     pub earlier: String,
 }

@@ -71,6 +71,21 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
         }
         _ => capsule::from_folder(&cwd)?,
     };
+    // A formation's member runs exactly the bytes its launcher's admission bound and
+    // approved; any other run holds its project against its approval first.
+    if member.is_none() {
+        let project = match (&resumed, &capsule.installed) {
+            (_, None) => crate::paths::project_root(&capsule.root),
+            (Some(r), Some(_)) => r.project.clone(),
+            (None, Some(_)) => crate::paths::project_root(&cwd),
+        };
+        crate::approve::check_launch(&crate::approve::Launch {
+            project,
+            capsule: capsule.installed.is_none().then(|| capsule.root.clone()),
+            roster: None,
+            artifacts: capsule.installed.iter().collect(),
+        })?;
+    }
     let workdir = match (&resumed, &member) {
         (Some(r), _) => r.workdir.clone(),
         (None, Some(m)) => m.workdir.clone(),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{Outcome, StoreKind, Stores, put, write::conflict};
+use crate::approval::{self, Wrote};
 use crate::artifact::LOCAL_SCOPE;
 use crate::catalogue::{E_PAK_001, E_PAK_004, E_PAK_006, E_STO_001, E_STO_003};
 use crate::diag::{Diagnostic, Result};
@@ -78,6 +79,7 @@ pub fn run(args: &InstallArgs) -> Result<i32> {
             return Err(conflict(&old, &one.sha256));
         }
     }
+    let mut wrote = Vec::new();
     for one in &ready {
         let outcome = put(
             &stores,
@@ -89,6 +91,15 @@ pub fn run(args: &InstallArgs) -> Result<i32> {
         )?;
         // Every artifact is installed whether or not anyone still reads the report.
         output::stdout_line(report(&outcome));
+        wrote.push(one);
+    }
+    // What the user installed into the project store is approved; nothing else is.
+    if kind == StoreKind::Project {
+        let wrote: Vec<Wrote> = wrote
+            .iter()
+            .map(|one| Wrote::Artifact(&one.name, &one.version, one.sha256.clone()))
+            .collect();
+        approval::record_written(&project, &wrote)?;
     }
     Ok(0)
 }

@@ -28,6 +28,8 @@ fn team(alone: bool) -> (World, std::path::PathBuf) {
             "roster_version: 1\nmembers:\n  - name: lead\n    capsule: local/team-lead\n    version: 0.1.0\n    entry: true\n",
         )
         .unwrap();
+        // A roster edited by hand is approved before it launches (docs/approval.md).
+        ok(w.mur_in(&project).arg("approve"));
     }
     (w, project)
 }

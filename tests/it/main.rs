@@ -15,6 +15,7 @@ mod a2a_sdk;
 mod a2a_wire;
 mod admission;
 mod agent_card_skills;
+mod approval;
 mod call_member;
 mod catalogue_docs;
 mod components;

@@ -31,9 +31,16 @@ impl Sandbox {
         names
     }
 
-    /// `mur new` keeps nothing in ~/.murmur or anywhere else under HOME.
+    /// `mur new` keeps nothing under HOME but the approval of the folder it made
+    /// (docs/approval.md): one owner-only record in ~/.murmur/approvals/.
     fn home_untouched(&self) {
-        assert_eq!(std::fs::read_dir(&self.world.home).unwrap().count(), 0);
+        use std::os::unix::fs::PermissionsExt;
+        let approvals = self.world.home.join(".murmur/approvals");
+        let all = crate::support::files_under(&self.world.home);
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert!(all[0].starts_with(&approvals), "{all:?}");
+        let mode = std::fs::metadata(&all[0]).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 }
 
