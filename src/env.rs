@@ -85,6 +85,8 @@ vars! {
     MUR_TEST_LAUNCHER_BALLOON: Test;
     /// The program the launcher starts for every member instead of `mur` itself.
     MUR_TEST_MEMBER_PROGRAM: Test;
+    /// A session's write quota for its WASM components, in bytes, in place of 1 GiB.
+    MUR_TEST_WRITE_QUOTA: Test;
     /// Set, the docs tests rewrite the generated docs (docs/errors.md, docs/environment.md) instead of comparing.
     MUR_UPDATE_DOCS: Suite;
 }

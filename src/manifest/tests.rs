@@ -311,3 +311,18 @@ fn http_settings_have_defaults_and_are_checked_at_their_node() {
         .unwrap_err();
     assert!(err.message.contains("agent.stream"), "{err}");
 }
+
+#[test]
+fn parallel_tools_defaults_to_four_and_is_bounded_at_its_node() {
+    let base = "name: coder\nversion: 0.1.0\ndescription: d\nagent:\n  transport: builtin\n";
+    assert_eq!(p(base).unwrap().inference.parallel_tools, PARALLEL_TOOLS);
+    let with = |v: &str| p(&format!("{base}inference:\n  parallel_tools: {v}\n"));
+    assert_eq!(with("1").unwrap().inference.parallel_tools, 1);
+    assert_eq!(with("32").unwrap().inference.parallel_tools, 32);
+    for bad in ["0", "33", "many"] {
+        let err = with(bad).unwrap_err();
+        assert_eq!(err.code, E_MAN_001, "{bad}");
+        assert_eq!(at(&err), (7, 19), "{bad}");
+        assert!(err.message.contains("inference.parallel_tools"), "{err:?}");
+    }
+}
