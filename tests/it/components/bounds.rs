@@ -188,3 +188,54 @@ fn each_host_side_limit_is_a_tool_error_naming_it_and_the_next_call_is_answered(
         "a trace line is longer than the bound"
     );
 }
+
+#[test]
+fn a_serving_session_whose_tools_hit_each_limit_answers_the_next_request_at_its_door() {
+    use crate::support::session::{Session, rpc};
+    let w = World::new();
+    let grabs = ["files", "table", "fields", "big-field", "write"];
+    let calls: Vec<Value> = grabs.iter().map(|g| hostile(g, g)).collect();
+    install(
+        &w,
+        "door",
+        &format!(
+            "inference:\n  max_turns: 20\n{}",
+            tools_yaml(&[("hostile", "tools/hostile.wasm")])
+        ),
+        &[("tools/hostile.wasm", "test-hostile")],
+        &calls,
+    );
+    let mut cmd = w.run("door");
+    cmd.arg("--json")
+        .env("MUR_TEST_WRITE_QUOTA", (1u64 << 20).to_string())
+        .env("MUR_TEST_TIME_SCALE", "1");
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap().to_string();
+    let token = w.token(&id);
+    // Twice: the second task meets every limit again (the quota already spent), and
+    // the door answers each request.
+    for n in 1..=2 {
+        let sent = rpc(
+            &door,
+            &token,
+            "SendMessage",
+            json!({"message": {"messageId": format!("m{n}"), "role": "ROLE_USER",
+                "parts": [{"text": "Grab."}]}}),
+        );
+        let task = &sent["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+        let got = rpc(&door, &token, "GetTask", json!({"id": task["id"]}));
+        assert_eq!(got["result"]["id"], task["id"], "{got}");
+    }
+    let trace = w.trace(&id);
+    let errors = trace
+        .iter()
+        .filter(|r| r["type"] == "tool_result" && r["is_error"] == true)
+        .count();
+    assert_eq!(errors, 2 * grabs.len(), "every grab hit its limit twice");
+    s.signal(nix::sys::signal::Signal::SIGTERM);
+    let (code, stderr) = s.wait(std::time::Duration::from_secs(30));
+    assert_eq!(code, 0, "{stderr}");
+}
