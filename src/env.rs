@@ -87,6 +87,8 @@ vars! {
     MUR_TEST_MEMBER_PROGRAM: Test;
     /// How every child is cloned: `fork-clone3` (the path aarch64 takes) or `clone` (where `clone3` is refused) instead of this machine's own.
     MUR_TEST_SPAWN_VIA: Test;
+    /// A session's write quota for its WASM components, in bytes, in place of 1 GiB.
+    MUR_TEST_WRITE_QUOTA: Test;
     /// Set, the docs tests rewrite the generated docs (docs/errors.md, docs/environment.md) instead of comparing.
     MUR_UPDATE_DOCS: Suite;
 }

@@ -17,6 +17,19 @@ pub(crate) const LAUNCHER_BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALL
 /// How `spawn` clones every child, instead of the architecture's own way.
 pub(crate) const SPAWN_VIA_ENV: &str = crate::env::MUR_TEST_SPAWN_VIA;
 
+/// A session's write quota for its components in place of
+/// [`crate::component::WRITE_QUOTA`].
+pub(crate) const WRITE_QUOTA_ENV: &str = crate::env::MUR_TEST_WRITE_QUOTA;
+
+/// The components' write quota in force: `MUR_TEST_WRITE_QUOTA` when it holds a
+/// whole number of bytes, else `default`.
+pub(crate) fn write_quota(default: u64) -> u64 {
+    std::env::var(WRITE_QUOTA_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
 /// The time scale in force: 1.0 unless `MUR_TEST_TIME_SCALE` holds a number in (0, 1].
 pub(crate) fn time_scale() -> f64 {
     static SCALE: OnceLock<f64> = OnceLock::new();

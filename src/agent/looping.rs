@@ -44,7 +44,13 @@ pub struct Agent {
     conversation: Conversation,
     ended: bool,
     turn_end: Option<Arc<dyn TurnEnd>>,
+    /// `inference.parallel_tools`.
+    parallel_tools: usize,
 }
+
+/// The most of one tool result the trace records and the model sees; past it the
+/// result is cut and says so (docs/trace.md).
+pub const RESULT_LIMIT: usize = 64 << 10;
 
 impl Agent {
     pub fn new(mut spec: AgentSpec) -> Self {
@@ -62,7 +68,15 @@ impl Agent {
             conversation,
             ended: false,
             turn_end: None,
+            parallel_tools: crate::manifest::PARALLEL_TOOLS as usize,
         }
+    }
+
+    /// Runs at most `n` (at least 1) of a turn's tool calls at once
+    /// (`inference.parallel_tools`).
+    pub fn with_parallel_tools(mut self, n: u32) -> Self {
+        self.parallel_tools = n.max(1) as usize;
+        self
     }
 
     /// Has the task wait for call-member's answers at the end of a turn, as the spec's
@@ -189,9 +203,10 @@ impl Agent {
                     let outputs = tokio::select! {
                         biased;
                         () = cancel.cancelled() => return Outcome::Canceled,
-                        o = run_tools(&self.spec.tools, &calls) => o,
+                        o = run_tools(&self.spec.tools, &calls, self.parallel_tools) => o,
                     };
-                    for (call, (out, took)) in calls.into_iter().zip(outputs) {
+                    for (call, (mut out, took)) in calls.into_iter().zip(outputs) {
+                        out.output = bound_result(out.output);
                         self.record(Event::ToolResult {
                             task_id: self.spec.task_id.clone(),
                             call_id: call.id.clone(),
@@ -305,30 +320,60 @@ enum Continue {
     Canceled,
 }
 
-/// Runs one turn's calls side by side (call-member calls to several members then
-/// work at once); outputs come back in the calls' order, each with how long it took.
+/// `output` when it fits [`RESULT_LIMIT`]; else its first [`RESULT_LIMIT`] bytes (at
+/// a character boundary) and a line saying how much was cut.
+pub(super) fn bound_result(mut output: String) -> String {
+    if output.len() <= RESULT_LIMIT {
+        return output;
+    }
+    let total = output.len();
+    output.truncate(output.floor_char_boundary(RESULT_LIMIT));
+    let kept = output.len();
+    output.push_str(&format!(
+        "\n[mur: tool result cut to its first {kept} of {total} bytes \
+         ({} bytes left out); the limit is {RESULT_LIMIT} bytes]",
+        total - kept
+    ));
+    output
+}
+
+/// Runs one turn's calls side by side, `parallel` at a time (call-member calls to
+/// several members then work at once, while a turn of many calls holds only that many
+/// instances); outputs come back in the calls' order, each with how long it took.
 async fn run_tools(
     tools: &[Arc<dyn Tool>],
     calls: &[ToolCall],
+    parallel: usize,
 ) -> Vec<(ToolOutput, std::time::Duration)> {
-    let runs = calls.iter().map(|call| async move {
-        let started = std::time::Instant::now();
-        let out = match tools.iter().find(|t| t.name() == call.name) {
-            Some(tool) => tool.call(call).await,
-            None => {
-                let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
-                ToolOutput::error(format!(
-                    "there is no tool named `{}`; the tools are: {}",
-                    call.name,
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
+    use futures_util::StreamExt;
+    // Boxed, so the stream's futures are one named type (a stream of closures' futures
+    // trips the compiler's Send check for the spawned task).
+    let runs = calls
+        .iter()
+        .map(|call| -> BoxFuture<'_, (ToolOutput, std::time::Duration)> {
+            Box::pin(async move {
+                let started = std::time::Instant::now();
+                let out = match tools.iter().find(|t| t.name() == call.name) {
+                    Some(tool) => tool.call(call).await,
+                    None => {
+                        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+                        ToolOutput::error(format!(
+                            "there is no tool named `{}`; the tools are: {}",
+                            call.name,
+                            if names.is_empty() {
+                                "none".to_string()
+                            } else {
+                                names.join(", ")
+                            }
+                        ))
                     }
-                ))
-            }
-        };
-        (out, started.elapsed())
-    });
-    futures_util::future::join_all(runs).await
+                };
+                (out, started.elapsed())
+            })
+        });
+    let runs: Vec<_> = runs.collect();
+    futures_util::stream::iter(runs)
+        .buffered(parallel)
+        .collect()
+        .await
 }

@@ -47,6 +47,7 @@ fn shared() -> &'static Shared {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .expect("wasi:http links");
         super::message::add_to_linker(&mut linker).expect("murmur:message/send links");
+        super::bounds::add_to_linker(&mut linker).expect("the counted wasi:filesystem links");
         let running = Arc::new(AtomicUsize::new(0));
         let (e, r) = (engine.clone(), running.clone());
         let ticker = std::thread::Builder::new()

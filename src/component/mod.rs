@@ -13,8 +13,11 @@
 //! the work folder (".") and the session's tmp/ ("/tmp"), network only through
 //! wasi:http to hosts `capabilities.network.allow` reaches, no sockets; in a formation,
 //! `murmur:message/send` to the members it may call (`message`); CPU bounded per
-//! call ([`crate::timing::COMPONENT_CALL`]), memory per instance ([`MEMORY_LIMIT`]).
+//! call ([`crate::timing::COMPONENT_CALL`]), memory per instance ([`MEMORY_LIMIT`]),
+//! and what it makes the host hold per instance, with the session's write quota
+//! (`bounds`).
 
+mod bounds;
 pub mod check;
 mod driver;
 mod engine;
@@ -31,6 +34,9 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 use wasmtime::Store;
 
+pub use bounds::{
+    BODY_LIMIT, CREATE_COST, FIELD_LIMIT, FILE_LIMIT, Quota, TABLE_LIMIT, WRITE_QUOTA,
+};
 pub use check::World;
 pub use driver::WasmDriver;
 pub use engine::{Source, WASMTIME_VERSION, cache_dir};
@@ -229,6 +235,8 @@ pub struct Host {
     cache: PathBuf,
     limit: Duration,
     pending: Pending,
+    /// The session's write quota, shared by every call ([`WRITE_QUOTA`]).
+    quota: Arc<Quota>,
     /// Where the member_call records of the hooks' murmur:message/send calls go.
     trace: Option<Arc<crate::trace::TraceWriter>>,
 }
@@ -241,6 +249,7 @@ impl Host {
             cache: cache_dir(),
             limit: crate::timing::scaled(crate::timing::COMPONENT_CALL),
             pending: Pending::default(),
+            quota: Arc::default(),
             trace: None,
         })
     }
@@ -282,7 +291,7 @@ impl Host {
         limit: Duration,
         sender: Option<message::Sender>,
     ) -> Result<Store<State>, String> {
-        let state = State::new(&self.grants, limit, trust, sender)?;
+        let state = State::new(&self.grants, limit, trust, sender, self.quota.clone())?;
         let mut store = Store::new(engine::engine(), state);
         store.limiter(|s| s.limiter());
         store.set_epoch_deadline(1);
@@ -330,6 +339,23 @@ impl Host {
             Err(_) => Err(limit),
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {
+                if let Some(said) = store.data().bound_hit() {
+                    return Err(format!("{what} {said}"));
+                }
+                let cause = e.root_cause().to_string();
+                if cause.contains(FIELDS_TOO_BIG) {
+                    return Err(format!(
+                        "{what} reached its limit of {} KiB for one set of HTTP fields \
+                         (headers or trailers)",
+                        FIELD_LIMIT >> 10
+                    ));
+                }
+                if cause.contains(TABLE_FULL) {
+                    return Err(format!(
+                        "{what} reached its limit of {TABLE_LIMIT} resources held at once \
+                         (files, streams, pollables, HTTP fields and requests)"
+                    ));
+                }
                 if let Some(wanted) = store.data().memory_hit() {
                     return Err(format!(
                         "{what} exceeded its memory limit of {} MiB (it asked for {} MiB)",
@@ -349,9 +375,17 @@ impl Host {
     }
 }
 
-/// A wasmtime error's first line and its trap, short enough for a model to read.
+/// How wasmtime's ResourceTableError::Full reads (its Display), once the table is at
+/// [`TABLE_LIMIT`].
+const TABLE_FULL: &str = "resource table has no free keys";
+/// How wasmtime-wasi-http's FieldMapError::TotalSizeTooBig reads: a fields resource
+/// past [`FIELD_LIMIT`] (it traps).
+const FIELDS_TOO_BIG: &str = "total size of fields exceeds limit";
+
+/// A wasmtime error's root cause (not the "error while executing at wasm backtrace"
+/// wrapper), its first line and its trap, short enough for a model to read.
 fn root_cause(e: &wasmtime::Error) -> String {
-    let text = format!("{e:#}");
+    let text = e.root_cause().to_string();
     let mut text: String = text.lines().next().unwrap_or("").to_string();
     if text.len() > 400 {
         text.truncate(text.floor_char_boundary(400));

@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{
 };
 
 use super::Grants;
+use super::bounds::{self, Counted, Quota};
 use super::message::Sender;
 use crate::call_member::{Routed, Trust};
 
@@ -25,6 +26,7 @@ pub(super) struct State {
     http: WasiHttpCtx,
     net: Net,
     limits: Limits,
+    counted: Counted,
     /// When the running call's time is up (see the epoch callback in `run`).
     pub deadline: Instant,
     /// murmur:message/send's way out: `None` outside a formation.
@@ -37,6 +39,7 @@ impl State {
         limit: Duration,
         trust: Trust,
         sender: Option<Sender>,
+        quota: Arc<Quota>,
     ) -> Result<State, String> {
         let mut wasi = WasiCtxBuilder::new();
         for (k, v) in &grants.env {
@@ -59,10 +62,14 @@ impl State {
                 .map_err(|e| format!("cannot open {}: {e}", tmp.display()))?;
         }
         // Sockets, name lookup, args and stdin stay at their deny-all defaults.
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(bounds::TABLE_LIMIT);
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(bounds::FIELD_LIMIT);
         Ok(State {
-            table: ResourceTable::new(),
+            table,
             wasi: wasi.build(),
-            http: WasiHttpCtx::new(),
+            http,
             net: Net {
                 allow: grants.network.clone(),
                 peers: grants.peers.clone(),
@@ -79,6 +86,7 @@ impl State {
                     .build(),
                 hit: None,
             },
+            counted: Counted::new(quota),
             deadline: Instant::now() + limit,
             sender,
         })
@@ -91,6 +99,15 @@ impl State {
     /// The memory the call asked for past [`MEMORY_LIMIT`], when that is what stopped it.
     pub(super) fn memory_hit(&self) -> Option<usize> {
         self.limits.hit
+    }
+
+    /// The first host-side limit of [`bounds`] the call reached, as its error says it.
+    pub(super) fn bound_hit(&self) -> Option<&str> {
+        self.counted.hit.get().map(String::as_str)
+    }
+
+    pub(super) fn counted(&mut self) -> (&mut ResourceTable, &mut Counted) {
+        (&mut self.table, &mut self.counted)
     }
 }
 
@@ -232,14 +249,50 @@ impl WasiHttpHooks for Net {
                 between_bytes_timeout: bound(options.and_then(|o| o.between_bytes_timeout)),
             };
             use http_body_util::BodyExt;
-            let (response, io) =
-                wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
+            // hyper reports a body cut short as a protocol error: say which limit.
+            let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let said = {
+                let cut = cut.clone();
+                move |e: HttpError| {
+                    if cut.load(std::sync::atomic::Ordering::Acquire) {
+                        HttpError::HttpRequestBodySize(Some(bounds::BODY_LIMIT as u64))
+                    } else {
+                        e
+                    }
+                }
+            };
+            let request = request.map(|b| limited(b, HttpError::HttpRequestBodySize, Some(cut)));
+            let (response, io) = wasmtime_wasi_http::default_send_request(request, Some(options))
+                .await
+                .map_err(said.clone())?;
+            let io = async move { io.await.map_err(said) };
             Ok((
-                response.map(BodyExt::boxed_unsync),
+                response.map(|b| limited(b.boxed_unsync(), HttpError::HttpResponseBodySize, None)),
                 Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
             ))
         })
     }
+}
+
+/// `body` cut off past [`bounds::BODY_LIMIT`] bytes with the error `past` makes
+/// (and `cut` set).
+fn limited(
+    body: WasiBody,
+    past: fn(Option<u64>) -> HttpError,
+    cut: Option<Arc<std::sync::atomic::AtomicBool>>,
+) -> WasiBody {
+    use http_body_util::BodyExt;
+    http_body_util::Limited::new(body, bounds::BODY_LIMIT)
+        .map_err(move |e| match e.downcast::<HttpError>() {
+            Ok(e) => *e,
+            Err(_) => {
+                if let Some(cut) = &cut {
+                    cut.store(true, std::sync::atomic::Ordering::Release);
+                }
+                past(Some(bounds::BODY_LIMIT as u64))
+            }
+        })
+        .boxed_unsync()
 }
 
 /// The request's URL when its host is under formation.invalid (the runtime routes it).

@@ -118,11 +118,21 @@ pub struct ProcessTransport {
 pub struct Inference {
     /// Model turns a task may take. Default 8.
     pub max_turns: u32,
+    /// Tool calls of one turn that run at once; the rest wait their turn. Default
+    /// [`PARALLEL_TOOLS`].
+    pub parallel_tools: u32,
 }
+
+/// `inference.parallel_tools`' default: a few call-member calls at once, while a turn
+/// of many memory-hungry calls holds at most this many instances (64 MiB each).
+pub const PARALLEL_TOOLS: u32 = 4;
 
 impl Default for Inference {
     fn default() -> Self {
-        Inference { max_turns: 8 }
+        Inference {
+            max_turns: 8,
+            parallel_tools: PARALLEL_TOOLS,
+        }
     }
 }
 

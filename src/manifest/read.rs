@@ -49,6 +49,8 @@ const PROCESS: &[&str] = &["transport", "command"];
 
 /// Caps that catch a typo (an extra zero) rather than limit real use.
 const MAX_TURNS: u32 = 10_000;
+/// `inference.parallel_tools`' ceiling: 32 instances of 64 MiB is 2 GiB.
+const MAX_PARALLEL_TOOLS: u32 = 32;
 const MAX_QUEUE_DEPTH: u32 = 1_024;
 const MAX_RETRIES: u32 = 20;
 const MAX_TOKENS: u32 = 10_000_000;
@@ -438,10 +440,21 @@ fn check_url(text: &str) -> std::result::Result<(), String> {
 
 fn inference(r: &Reader, m: &Map<'_>) -> Result<Inference> {
     let mut out = Inference::default();
-    if let Some(s) = section(r, m, "inference", "inference", &["max_turns"])?
-        && let Some(n) = s.get("max_turns")
-    {
+    let Some(s) = section(
+        r,
+        m,
+        "inference",
+        "inference",
+        &["max_turns", "parallel_tools"],
+    )?
+    else {
+        return Ok(out);
+    };
+    if let Some(n) = s.get("max_turns") {
         out.max_turns = bounded(r, n, "inference.max_turns", 1, MAX_TURNS)?;
+    }
+    if let Some(n) = s.get("parallel_tools") {
+        out.parallel_tools = bounded(r, n, "inference.parallel_tools", 1, MAX_PARALLEL_TOOLS)?;
     }
     Ok(out)
 }

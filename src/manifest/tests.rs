@@ -338,3 +338,18 @@ fn spawn_limits_read_and_out_of_range_ones_are_refused_at_their_node() {
         assert_eq!(at(&err).1, 5 + key.len() + 2);
     }
 }
+
+#[test]
+fn parallel_tools_defaults_to_four_and_is_bounded_at_its_node() {
+    let base = "name: coder\nversion: 0.1.0\ndescription: d\nagent:\n  transport: builtin\n";
+    assert_eq!(p(base).unwrap().inference.parallel_tools, PARALLEL_TOOLS);
+    let with = |v: &str| p(&format!("{base}inference:\n  parallel_tools: {v}\n"));
+    assert_eq!(with("1").unwrap().inference.parallel_tools, 1);
+    assert_eq!(with("32").unwrap().inference.parallel_tools, 32);
+    for bad in ["0", "33", "many"] {
+        let err = with(bad).unwrap_err();
+        assert_eq!(err.code, E_MAN_001, "{bad}");
+        assert_eq!(at(&err), (7, 19), "{bad}");
+        assert!(err.message.contains("inference.parallel_tools"), "{err:?}");
+    }
+}

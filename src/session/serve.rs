@@ -308,6 +308,7 @@ impl Stage<'_> {
             records,
             flusher,
             max_turns: self.capsule.manifest.inference.max_turns,
+            parallel_tools: self.capsule.manifest.inference.parallel_tools,
             peers: self.member.as_ref().map(|m| m.peers.clone()),
             deadline: self.deadline.map(instant_of),
             events: Some(door.events().clone()),

@@ -17,6 +17,8 @@ pub(crate) struct TaskEnv {
     pub records: Records,
     pub transport: TransportConfig,
     pub max_turns: u32,
+    /// `inference.parallel_tools`.
+    pub parallel_tools: u32,
     /// The system prompt (built once per session).
     pub system: String,
     /// In a formation: call-member's callees (None: no call-member).
@@ -189,7 +191,9 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
         (_, Some(d)) => agent = agent.with_turn_end(d),
         _ => {}
     }
-    agent = agent.with_progress(partial_output(&env, &handle));
+    agent = agent
+        .with_progress(partial_output(&env, &handle))
+        .with_parallel_tools(env.parallel_tools);
     loop {
         let outcome = agent.send(&text, &cancel).await;
         let Outcome::InputRequired { question } = &outcome else {

@@ -2,6 +2,7 @@
 //! by real `mur run` sessions: through a process-transport harness that makes the tool
 //! calls a test lists, and through the http transport with the test model server.
 
+mod bounds;
 mod driver;
 mod formation;
 mod grants;
