@@ -85,6 +85,8 @@ vars! {
     MUR_TEST_LAUNCHER_BALLOON: Test;
     /// The program the launcher starts for every member instead of `mur` itself.
     MUR_TEST_MEMBER_PROGRAM: Test;
+    /// The file the launcher writes its termination message to instead of `/dev/termination-log`.
+    MUR_TEST_TERMINATION_LOG: Test;
     /// Set, the docs tests rewrite the generated docs (docs/errors.md, docs/environment.md) instead of comparing.
     MUR_UPDATE_DOCS: Suite;
 }
