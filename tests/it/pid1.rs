@@ -314,3 +314,61 @@ fn a_sigterm_as_soon_as_pid_1_catches_it_ends_the_launch_and_writes_the_verdict(
     assert!(verdict.contains("member lead (entry)"), "{verdict}");
     assert!(verdict.contains("member helper"), "{verdict}");
 }
+
+/// Not PID 1: the launcher is a child subreaper, so a member's double-forked child
+/// reparents to it (not to the host's init), and the formation's end leaves nothing.
+#[test]
+fn a_member_s_double_forked_child_reparents_to_the_launcher_and_ends_with_it() {
+    let w = World::new();
+    let ok = |cmd: &mut Command| {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
+    let project = w.root.join("team");
+    ok(w.mur_in(&project).args(["install", "lead", "helper"]));
+    let fakes = crate::support::fake::Fakes::new(&w.root, &[("helper", "double_fork")]);
+    let mut launcher = KillOnDrop::group(
+        w.mur_in(&project)
+            .args(["run", "--roster"])
+            .env("MUR_TEST_MEMBER_PROGRAM", &fakes.program)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap(),
+    );
+    let mut orphan = None;
+    wait_for("the helper's orphan", || {
+        orphan = fakes
+            .events("helper")
+            .iter()
+            .find(|e| e["event"] == "orphan")
+            .and_then(|e| e["pid"].as_u64());
+        orphan.is_some()
+    });
+    let orphan = orphan.unwrap() as u32;
+    wait_for("the orphan reparented to the launcher", || {
+        mur::descendants::stat(orphan).is_some_and(|p| p.ppid == launcher.id())
+    });
+    kill(Pid::from_raw(launcher.id() as i32), Signal::SIGTERM).unwrap();
+    let status = loop {
+        if let Some(s) = launcher.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.code().is_some(), "{status:?}");
+    // The launcher ends its strays (SIGTERM, ignored; SIGKILL after the scaled 25 s)
+    // and sweeps before it exits: the orphan is gone, not left to the host's init.
+    assert!(
+        mur::descendants::stat(orphan).is_none_or(|p| p.is_zombie() && p.ppid != 1),
+        "the orphan outlived the launcher: {:?}",
+        mur::descendants::stat(orphan)
+    );
+}
