@@ -585,7 +585,12 @@ impl Launch<'_> {
                     .and_then(|(_, s)| *s),
             })
             .collect();
-        write(self.key.formation_id().as_str(), &outcomes, status);
+        write(
+            self.key.formation_id().as_str(),
+            &outcomes,
+            status,
+            self.signalled,
+        );
     }
 
     /// A member's channel's first line: who it is, and a token per callee.

@@ -26,13 +26,17 @@ pub struct Outcome {
     pub status: Option<std::process::ExitStatus>,
 }
 
-/// What `code` means under the contract (docs/run.md).
-pub fn meaning(code: i32) -> String {
+/// What `code` means under the contract (docs/run.md); `signalled`: the launcher ended
+/// the formation on a signal, which tells the two rows of 0 apart.
+pub fn meaning(code: i32, signalled: bool) -> String {
     let rows: Vec<&str> = exit::CONTRACT
         .iter()
         .filter(|r| r.code == exit::Code::Is(code))
         .map(|r| r.why)
         .collect();
+    if code == exit::SUCCESS && rows.len() == 2 {
+        return rows[usize::from(signalled)].to_string();
+    }
     if !rows.is_empty() {
         return rows.join("; or: ");
     }
@@ -61,10 +65,10 @@ fn status_text(status: Option<std::process::ExitStatus>) -> String {
 }
 
 /// The verdict's text, cut to [`LIMIT`] bytes on a character boundary.
-pub fn text(formation: &str, outcomes: &[Outcome], code: i32) -> String {
+pub fn text(formation: &str, outcomes: &[Outcome], code: i32, signalled: bool) -> String {
     let mut out = format!(
         "mur: formation {formation} ended with exit code {code}: {}\n",
-        meaning(code)
+        meaning(code, signalled)
     );
     for o in outcomes {
         out.push_str(&format!(
@@ -92,8 +96,8 @@ fn path() -> PathBuf {
 
 /// Writes the verdict when the file exists, is a regular file and is writable;
 /// otherwise nothing (not in a pod). Returns whether it wrote.
-pub fn write(formation: &str, outcomes: &[Outcome], code: i32) -> bool {
-    write_to(&path(), &text(formation, outcomes, code))
+pub fn write(formation: &str, outcomes: &[Outcome], code: i32, signalled: bool) -> bool {
+    write_to(&path(), &text(formation, outcomes, code, signalled))
 }
 
 fn write_to(path: &Path, text: &str) -> bool {
@@ -137,7 +141,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("termination-log");
         std::fs::write(&log, "old text that is longer than nothing").unwrap();
-        assert!(write_to(&log, &text("frm_1", &outcomes(), 143)));
+        assert!(write_to(&log, &text("frm_1", &outcomes(), 143, true)));
         let got = std::fs::read_to_string(&log).unwrap();
         assert!(
             got.starts_with("mur: formation frm_1 ended with exit code 143: ended by SIGTERM"),
@@ -145,7 +149,17 @@ mod tests {
         );
         assert!(got.contains("member lead (entry): exit 0\n"), "{got}");
         assert!(got.contains("member helper: killed by SIGKILL\n"), "{got}");
-        assert!(meaning(2).contains("command line"), "{}", meaning(2));
+        assert!(meaning(2, false).contains("command line"));
+        assert!(
+            meaning(0, false).contains("task completed"),
+            "{}",
+            meaning(0, false)
+        );
+        assert!(
+            meaning(0, true).contains("wound down"),
+            "{}",
+            meaning(0, true)
+        );
     }
 
     #[test]
@@ -157,7 +171,7 @@ mod tests {
                 status: None,
             })
             .collect();
-        let t = text("frm_1", &many, 1);
+        let t = text("frm_1", &many, 1, false);
         assert!(t.len() <= LIMIT && t.len() > LIMIT - 64, "{}", t.len());
     }
 
