@@ -17,7 +17,7 @@ use crate::report::Measured;
 
 const IMAGE: &str = "mur-e2e-kube:local";
 const DOCKERFILE: &str = r#"FROM mur-e2e:local
-RUN ["/bin/sh", "-c", "/e2e/bin/setup busy busy && /e2e/bin/setup trio trio && cp -a /e2e/work/busy /project && cp -a /e2e/work/trio /project-trio"]
+RUN ["/bin/sh", "-c", "/e2e/bin/setup busy busy && /e2e/bin/setup trio trio && cp -a /e2e/work/busy /project && cp -a /e2e/work/trio /project-trio && /e2e/bin/setup orphans orphans && cp -a /e2e/work/orphans /project-orphans"]
 ENTRYPOINT ["/bin/mur"]
 CMD []
 "#;
@@ -485,4 +485,78 @@ async fn start_with_tasks(scenario: &str, pod: &Pod, tasks: &Path) -> Result<Con
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let id = docker(&argv).await?.trim().to_string();
     Ok(Container { id, home })
+}
+
+/// The zombies in a container: (pid, start time) of each process in state Z.
+async fn zombies(id: &str) -> Result<Vec<(u32, u64)>> {
+    let out = docker(&[
+        "exec",
+        id,
+        "/bin/sh",
+        "-c",
+        "cat /proc/[0-9]*/stat 2>/dev/null; true",
+    ])
+    .await?;
+    let mut found = Vec::new();
+    for line in out.lines() {
+        let Some(close) = line.rfind(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = line[close + 1..].split_whitespace().collect();
+        if fields.first() == Some(&"Z")
+            && let (Ok(pid), Some(Ok(start))) = (
+                line.split_whitespace().next().unwrap_or("").parse::<u32>(),
+                fields.get(19).map(|s| s.parse::<u64>()),
+            )
+        {
+            found.push((pid, start));
+        }
+    }
+    Ok(found)
+}
+
+/// An entry member that leaves an orphan every 100 ms, each dead 200 ms later, under
+/// mur as PID 1: no zombie lasts longer than the session's stray reap (5 s) and a tick,
+/// while it runs; `docker stop -t 30` then winds it down with exit 0.
+pub async fn orphans() -> Result<Measured> {
+    image().await?;
+    let mut pod = job(
+        "/project-orphans",
+        &["--task", "Leave orphans until you are stopped."],
+    )
+    .await?;
+    pod.workdir = "/project-orphans".into();
+    let c = start("kube-orphans", &pod, &[]).await?;
+    c.until_working(2).await?;
+    let most = Duration::from_secs(7);
+    let mut first: std::collections::BTreeMap<(u32, u64), Instant> = Default::default();
+    let mut seen = 0;
+    let mut longest = Duration::ZERO;
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until {
+        let now = Instant::now();
+        let z = zombies(&c.id).await?;
+        first.retain(|k, _| z.contains(k));
+        for k in z {
+            let at = *first.entry(k).or_insert_with(|| {
+                seen += 1;
+                now
+            });
+            longest = longest.max(now - at);
+            ensure!(now - at <= most, "zombie {k:?} unreaped for {:?}", now - at);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    ensure!(seen > 0, "the member made no zombie: nothing was proved");
+    let sent = Instant::now();
+    docker(&["stop", "-t", "30", &c.id]).await?;
+    let took = sent.elapsed().as_secs_f64();
+    let (_, code) = c.state().await?;
+    ensure!(code == 0 && took < 30.0, "exit {code} after {took:.1} s");
+    Ok(Measured {
+        teardown: Some(took),
+        note: format!(
+            "{seen} zombies seen, none lasting over {longest:.1?}; docker stop: exit 0 after {took:.2} s"
+        ),
+    })
 }

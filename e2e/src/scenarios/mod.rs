@@ -50,6 +50,7 @@ pub fn all() -> Vec<Scenario> {
         s("kube-stop", Real, || Box::pin(kube::stop())),
         s("kube-kill", Real, || Box::pin(kube::kill())),
         s("kube-indexed", Real, || Box::pin(kube::indexed())),
+        s("kube-orphans", Real, || Box::pin(kube::orphans())),
         s("kill-group", StandIn, || Box::pin(kills::kill_group())),
         s("oom-launcher", StandIn, || Box::pin(kills::oom_launcher())),
         s("sigterm-launcher", StandIn, || {
