@@ -88,6 +88,20 @@ catalogue! {
         "A tool's `schema()` trapped, ran out of time, or returned no JSON object; the tool is offered to the model with an open object schema, and its calls still run.",
         "Return a JSON Schema object from `schema()`, such as {\"type\":\"object\",\"properties\":{...}}.";
 
+    // ---- E-KUB: `mur kube job`, the Kubernetes Job for a project (docs/kubernetes.md) --
+    E_KUB_001 = "E-KUB-001", "Grace shorter than the wind-down",
+        "`mur kube job --grace` is below the formation's wind-down: members are killed 25 s after their lifelines close, and the launcher needs 10 s more to reap and write its records; the kubelet's SIGKILL would cut them.",
+        "Leave --grace out (35 s), or give a larger one.";
+    E_KUB_002 = "E-KUB-002", "Task list unusable",
+        "`mur kube job --tasks FILE` could not read FILE, a task file a line of it names (relative to FILE's folder), found a task file empty, or found no task, more than 10000, or more than a ConfigMap holds (about 1 MB).",
+        "List one task file per line; blank lines and lines starting with `#` are skipped.";
+    E_KUB_003 = "E-KUB-003", "Not a Kubernetes name",
+        "The Job's name (`--name`, or the project folder's name by default) or `--records-claim` is not a lowercase RFC 1123 label: letters, digits and `-`, starting and ending with a letter or digit, at most 52 characters for a Job.",
+        "Give --name with such a name, such as `team-run`.";
+    E_KUB_004 = "E-KUB-004", "Bad image or quantity",
+        "`--image` is not an image reference, or `--cpu`/`--memory` is not a Kubernetes quantity.",
+        "Name the image as `docker push` did (registry/name:tag); write quantities as 500m, 2, 512Mi, 1Gi.";
+
     // ---- E-MAN / W-MAN: murmur.yaml, the capsule manifest ---------------------
     E_MAN_001 = "E-MAN-001", "Manifest does not read",
         "murmur.yaml is missing, is not YAML, has a key that is not in the schema, a value of the wrong type, a value outside its choices or range, or lacks a required field.",

@@ -87,6 +87,11 @@ pub enum Command {
     /// Admit a roster and report the result: members, edges, warnings, or the refusal.
     #[command(after_help = "Examples:\n  mur doctor\n  mur doctor --roster team/ --json")]
     Doctor(Later<doctor::DoctorArgs>),
+    /// Print Kubernetes manifests for the project: `mur kube job`.
+    #[command(
+        after_help = "Example:\n  mur kube job --image registry.example/team:1 --task \"Plan a picnic.\" > job.yaml"
+    )]
+    Kube(Later<crate::kube::KubeArgs>),
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  mur completions bash > ~/.local/share/bash-completion/completions/mur"
@@ -174,6 +179,7 @@ impl Command {
             Command::Ps(_) => "ps",
             Command::Trace(_) => "trace",
             Command::Doctor(_) => "doctor",
+            Command::Kube(_) => "kube",
             Command::Completions(_) => "completions",
             Command::Man(_) => "man",
             Command::FormationWatch(_) => crate::cgroup::WATCH_COMMAND,
@@ -185,6 +191,7 @@ impl Command {
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Explain(Later(args)) => explain::run(&args),
+        Command::Kube(Later(args)) => crate::kube::run(&args),
         Command::New(Later(args)) => scaffold::run(&args),
         Command::Pack(Later(args)) => pack::run(&args),
         Command::Install(Later(args)) => store::install::run(&args),

@@ -89,6 +89,8 @@ vars! {
     MUR_TEST_SPAWN_VIA: Test;
     /// A session's write quota for its WASM components, in bytes, in place of 1 GiB.
     MUR_TEST_WRITE_QUOTA: Test;
+    /// The file the launcher writes its termination message to instead of `/dev/termination-log`.
+    MUR_TEST_TERMINATION_LOG: Test;
     /// Set, the docs tests rewrite the generated docs (docs/errors.md, docs/environment.md) instead of comparing.
     MUR_UPDATE_DOCS: Suite;
 }

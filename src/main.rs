@@ -8,6 +8,8 @@ use clap::Parser;
 /// Exit status: what the command returned; 1 for a diagnostic. A reader of stdout or
 /// stderr that went away changes neither (`mur::output`).
 fn main() -> ExitCode {
+    // First: as PID 1 (a container's entrypoint) an unhandled SIGTERM is dropped.
+    mur::signals::init_duties();
     // A formation's --deadline counts from here.
     mur::timing::process_start();
     let cli = mur::cli::Cli::parse();
@@ -17,7 +19,7 @@ fn main() -> ExitCode {
         Ok(status) => ExitCode::from(u8::try_from(status).unwrap_or(1)),
         Err(diagnostic) => {
             mur::output::stderr_line(&diagnostic);
-            ExitCode::from(1)
+            ExitCode::from(mur::exit::FAILED as u8)
         }
     }
 }

@@ -43,6 +43,11 @@ fn parse_scale(value: Option<&str>) -> f64 {
         .unwrap_or(1.0)
 }
 
+/// `MUR_TEST_TERMINATION_LOG`, when set: the launcher's termination message goes there.
+pub(crate) fn termination_log() -> Option<PathBuf> {
+    std::env::var_os(crate::env::MUR_TEST_TERMINATION_LOG).map(PathBuf::from)
+}
+
 /// `MUR_TEST_MEMBER_PROGRAM`, when set.
 pub(crate) fn member_program() -> Option<PathBuf> {
     std::env::var_os(MEMBER_PROGRAM_ENV).map(PathBuf::from)

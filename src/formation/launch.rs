@@ -160,6 +160,7 @@ pub async fn launch(
         doors: Vec::new(),
         up: Vec::new(),
         launched_at: started,
+        ended: Vec::new(),
         signalled: false,
         forwarders: Forwarders::default(),
         progress: announce::Progress::start(
@@ -209,6 +210,8 @@ struct Launch<'a> {
     up: Vec<announce::MemberUp>,
     /// When the launcher started.
     launched_at: Instant,
+    /// Each member's end as the launcher saw it, for the termination message.
+    ended: Vec<(MemberName, Option<std::process::ExitStatus>)>,
     /// The formation ended on a signal to the launcher.
     signalled: bool,
     /// The progress line while members come up (a terminal only).
@@ -252,10 +255,11 @@ impl Launch<'_> {
                 if let Some(line) = &halt.line {
                     stderr_line(line);
                 }
-                stop_all(&mut self.started).await;
+                self.stop_all().await;
                 halt.status
             }
         };
+        self.write_verdict(status);
         // Every member has stopped: its stderr reaches its end soon; not waited on
         // for long if something it left behind holds it open.
         let forwarders: Vec<_> =
@@ -542,17 +546,52 @@ impl Launch<'_> {
         };
         let entry_status = match end {
             End::EntryEnded(status) => {
-                stop_all(&mut self.started).await;
+                self.ended.push((entry.name.clone(), status));
+                self.stop_all().await;
                 status
             }
             End::Signalled => {
                 self.signalled = true;
                 self.started.push(entry);
-                let statuses = stop_all(&mut self.started).await;
+                let statuses = self.stop_all().await;
                 statuses.last().copied().flatten()
             }
         };
         exit_code(entry_status)
+    }
+
+    /// [`stop_all`], each end kept for the termination message.
+    async fn stop_all(&mut self) -> Vec<Option<std::process::ExitStatus>> {
+        let statuses = stop_all(&mut self.started).await;
+        let names = self.started.iter().map(|m| m.name.clone());
+        self.ended.extend(names.zip(statuses.iter().copied()));
+        statuses
+    }
+
+    /// The termination message, in a pod (docs/kubernetes.md): every roster member,
+    /// in roster order, with its end.
+    fn write_verdict(&self, status: i32) {
+        use crate::kube::verdict::{Outcome, write};
+        let outcomes: Vec<Outcome> = self
+            .plan
+            .members
+            .iter()
+            .map(|m| Outcome {
+                member: m.name.to_string(),
+                entry: m.entry,
+                status: self
+                    .ended
+                    .iter()
+                    .find(|(n, _)| n == &m.name)
+                    .and_then(|(_, s)| *s),
+            })
+            .collect();
+        write(
+            self.key.formation_id().as_str(),
+            &outcomes,
+            status,
+            self.signalled,
+        );
     }
 
     /// A member's channel's first line: who it is, and a token per callee.

@@ -9,6 +9,7 @@ use crate::formation::Members;
 use crate::report::Measured;
 
 pub mod kills;
+pub mod kube;
 pub mod readiness;
 pub mod real;
 pub mod retention;
@@ -46,6 +47,10 @@ pub fn all() -> Vec<Scenario> {
             || Box::pin(kills::kill_launcher()),
         ),
         s("kill-entry", StandIn, || Box::pin(kills::kill_entry())),
+        s("kube-stop", Real, || Box::pin(kube::stop())),
+        s("kube-kill", Real, || Box::pin(kube::kill())),
+        s("kube-indexed", Real, || Box::pin(kube::indexed())),
+        s("kube-orphans", Real, || Box::pin(kube::orphans())),
         s("kill-group", StandIn, || Box::pin(kills::kill_group())),
         s("oom-launcher", StandIn, || Box::pin(kills::oom_launcher())),
         s("sigterm-launcher", StandIn, || {
