@@ -29,7 +29,10 @@ extern "C" fn record(sig: libc::c_int) {
 /// [`Signals`] that watches it reads it first. Elsewhere nothing: a signal before the
 /// handlers exist takes its default action, which ends mur before it started anything.
 /// The handler stays behind tokio's (signal-hook-registry calls it too), inert.
-#[allow(unsafe_code, reason = "sigaction of a handler that only touches atomics")]
+#[allow(
+    unsafe_code,
+    reason = "sigaction of a handler that only touches atomics"
+)]
 pub fn init_duties() {
     if std::process::id() != 1 {
         return;

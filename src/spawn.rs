@@ -245,8 +245,13 @@ impl Spawn {
         self.start_with(cgroup, via.unwrap_or(Via::NATIVE))
     }
 
-    /// [`Self::start`], cloning `via` (by `clone` once `clone3` answered ENOSYS).
-    fn start_with(&self, cgroup: Option<BorrowedFd<'_>>, via: Via) -> io::Result<Starting> {
+    /// [`Self::start`], cloning `via` (by `clone` once `clone3` answered ENOSYS). The
+    /// tests of each path call it; everything else starts through [`Self::start`].
+    pub(crate) fn start_with(
+        &self,
+        cgroup: Option<BorrowedFd<'_>>,
+        via: Via,
+    ) -> io::Result<Starting> {
         let prepared = Prepared::new(self)?;
         let (in_write, in_read) = match self.stdin_piped {
             true => {

@@ -1,4 +1,7 @@
+use std::os::fd::AsFd;
+
 use super::*;
+use crate::spawn::Via;
 
 const HYBRID: &str = "\
 25 1 0:23 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
@@ -48,4 +51,38 @@ fn the_watcher_refuses_a_cgroup_not_named_for_a_formation() {
     };
     let err = watch(&args).unwrap_err();
     assert!(err.to_string().contains("E-RUN-008"), "{err}");
+}
+
+/// Into a fresh cgroup v2 below this process's own, where one is writable (root here).
+#[tokio::test]
+#[allow(clippy::print_stderr)] // a skip says so
+async fn a_child_starts_inside_the_cgroup_it_is_given() {
+    let Some(own) = own_dir() else {
+        eprintln!("SKIPPED: no cgroup v2 here");
+        return;
+    };
+    let dir = own.join(format!("spawn-test-{}", std::process::id()));
+    if std::fs::create_dir(&dir).is_err() {
+        eprintln!("SKIPPED: no writable cgroup v2 here");
+        return;
+    }
+    let fd = std::fs::File::open(&dir).unwrap();
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    // By clone3 into it, and by clone and a move (where seccomp refuses clone3).
+    for via in [Via::VforkClone3, Via::ForkClone3, Via::Clone] {
+        let mut child = crate::spawn::Spawn::new("/bin/cat")
+            .arg("/proc/self/cgroup")
+            .start_with(Some(fd.as_fd()), via)
+            .unwrap()
+            .started()
+            .unwrap();
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(child.stdout.as_mut().unwrap(), &mut out)
+            .await
+            .unwrap();
+        assert!(child.wait().await.unwrap().success());
+        let line = out.lines().find(|l| l.starts_with("0::")).unwrap();
+        assert!(line.ends_with(&format!("/{name}")), "{via:?}: {out}");
+    }
+    std::fs::remove_dir(&dir).unwrap();
 }

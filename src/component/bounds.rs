@@ -11,14 +11,19 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::{DynOutputStream, FsResult, OutputStream, Pollable, StreamError};
 
-use super::state::State;
+/// What the counting functions need of a store's state: its table and its counts,
+/// beside wasmtime-wasi's filesystem view. The state implements it, so this module
+/// knows nothing of that state (as wasmtime's own WASI contexts do).
+pub(super) trait Counts: WasiFilesystemView + Send + 'static {
+    fn counted(&mut self) -> (&mut ResourceTable, &mut Counted);
+}
 
 /// Resource-table entries one instance may hold at once (files, streams, pollables,
 /// fields, requests...). wasmtime's default is 1,000,000.
@@ -111,7 +116,7 @@ fn fs_result<T>(r: FsResult<T>) -> wasmtime::Result<Result<T, ErrorCode>> {
 
 /// Shadows wasi:filesystem's open-at, write, write-via-stream, append-via-stream and
 /// set-size on `linker` (where WASI p2 is linked already) with counting versions.
-pub(super) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+pub(super) fn add_to_linker<T: Counts>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut types = linker.instance(TYPES)?;
     types.func_wrap_async(
@@ -182,7 +187,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> 
         } else {
             "[method]descriptor.write-via-stream"
         };
-        let wrap = move |state: &mut State, fd: Resource<Descriptor>, offset: u64| {
+        let wrap = move |state: &mut T, fd: Resource<Descriptor>, offset: u64| {
             let mut fs = state.filesystem();
             let made = if append {
                 fs.append_via_stream(fd)

@@ -46,7 +46,8 @@ fn shared() -> &'static Shared {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("WASI p2 links");
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .expect("wasi:http links");
-        super::message::add_to_linker(&mut linker).expect("murmur:message/send links");
+        super::message::add_to_linker(&mut linker, |s: &mut State| &mut s.message)
+            .expect("murmur:message/send links");
         super::bounds::add_to_linker(&mut linker).expect("the counted wasi:filesystem links");
         let running = Arc::new(AtomicUsize::new(0));
         let (e, r) = (engine.clone(), running.clone());

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasSelf, Linker};
 
-use super::state::State;
 use crate::call_member::{CallError, Calls};
 
 mod bindings {
@@ -30,11 +29,21 @@ pub(super) struct Sender {
     pub sent: u32,
 }
 
-pub(super) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    send::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+/// The host side's own state, as wasmtime's WASI contexts are: a store's state holds
+/// one and hands it over through `get`, so this module knows nothing of that state.
+pub(super) struct MessageCtx {
+    /// `None` outside a formation.
+    pub sender: Option<Sender>,
 }
 
-impl send::Host for State {
+pub(super) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut MessageCtx,
+) -> wasmtime::Result<()> {
+    send::add_to_linker::<T, HasSelf<MessageCtx>>(linker, get)
+}
+
+impl send::Host for MessageCtx {
     async fn send(&mut self, peer_url: String, text: String) -> Result<send::Task, String> {
         let Some(sender) = self.sender.as_mut() else {
             // Not in a formation, or a member that may call nobody: the one refusal.

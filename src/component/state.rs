@@ -14,7 +14,7 @@ use wasmtime_wasi_http::{
 
 use super::Grants;
 use super::bounds::{self, Counted, Quota};
-use super::message::Sender;
+use super::message::{MessageCtx, Sender};
 use crate::call_member::{Routed, Trust};
 
 /// Each instance's memory bound: linear memories together may not grow past it.
@@ -29,8 +29,8 @@ pub(super) struct State {
     counted: Counted,
     /// When the running call's time is up (see the epoch callback in `run`).
     pub deadline: Instant,
-    /// murmur:message/send's way out: `None` outside a formation.
-    pub(super) sender: Option<Sender>,
+    /// murmur:message/send's way out.
+    pub(super) message: MessageCtx,
 }
 
 impl State {
@@ -88,7 +88,7 @@ impl State {
             },
             counted: Counted::new(quota),
             deadline: Instant::now() + limit,
-            sender,
+            message: MessageCtx { sender },
         })
     }
 
@@ -105,8 +105,10 @@ impl State {
     pub(super) fn bound_hit(&self) -> Option<&str> {
         self.counted.hit.get().map(String::as_str)
     }
+}
 
-    pub(super) fn counted(&mut self) -> (&mut ResourceTable, &mut Counted) {
+impl bounds::Counts for State {
+    fn counted(&mut self) -> (&mut ResourceTable, &mut Counted) {
         (&mut self.table, &mut self.counted)
     }
 }

@@ -1,16 +1,12 @@
 //! The A2A methods: SendMessage, SendStreamingMessage, GetTask, ListTasks,
 //! CancelTask, SubscribeToTask, and the SSE framing they share.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
+use axum::response::Response;
 use tokio::sync::{broadcast, mpsc};
 
-use super::server::{Call, Shared, json_bytes, rpc_error};
+use super::rpc::{Call, Shared, frame, json_bytes, params, rpc_error, sse};
 use super::tasks::trim_history;
 use super::trust::Trust;
 use super::{Credential, Work, operator};
@@ -60,11 +56,6 @@ pub(crate) async fn dispatch(
         Ok(resp) => resp,
         Err(e) => rpc_error(id, e),
     }
-}
-
-/// Reads a method's params; a wrong shape or type is `-32602` naming the field.
-pub(crate) fn params<T: DeserializeOwned>(value: Value) -> Result<T, RpcError> {
-    serde_json::from_value(value).map_err(RpcError::invalid_params)
 }
 
 /// A result body, serialized straight from `value` (no intermediate JSON tree).
@@ -199,25 +190,6 @@ fn subscribe(s: &Arc<Shared>, caller: &Credential, call: Call) -> Result<Respons
         return Err(RpcError::unsupported("the task has already ended"));
     }
     Ok(task_stream(s, call.id, caller.clone(), snapshot, events))
-}
-
-/// One SSE `data:` line: `{"jsonrpc":"2.0","id":…,"result":…}`.
-pub(crate) fn frame(id: &Id, result: impl serde::Serialize) -> String {
-    let result = serde_json::to_value(result).unwrap_or(Value::Null);
-    serde_json::to_string(&a2a::Response::ok(id.clone(), result)).unwrap_or_default()
-}
-
-/// An SSE response fed by a producer task through a bounded channel; the producer
-/// stops when the client goes away (the channel closes) or the door shuts down.
-pub(crate) fn sse(rx: mpsc::Receiver<String>) -> Response {
-    let mut rx = rx;
-    let stream = futures_util::stream::poll_fn(move |cx| {
-        rx.poll_recv(cx)
-            .map(|o| o.map(|data| Ok::<_, Infallible>(Event::default().data(data))))
-    });
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
 }
 
 /// The Task snapshot first, then each status and artifact update, ending after the

@@ -28,6 +28,7 @@ mod auth;
 mod connections;
 mod methods;
 mod operator;
+mod rpc;
 mod server;
 mod tasks;
 pub mod trust;
@@ -45,9 +46,10 @@ use crate::a2a::{AgentSkill, Message};
 use crate::credential::VerifyKey;
 
 pub use connections::Refusals;
-pub use server::SESSION_EXTENSION_URI;
 /// The JSON-RPC envelope reader, public for fuzz/ (fuzz_targets/rpc_request.rs).
-pub use server::{Call, parse_envelope};
+pub use rpc::Call;
+pub use server::SESSION_EXTENSION_URI;
+pub use server::parse_envelope;
 pub use tasks::{TaskEnded, TaskHandle, TaskStore};
 
 /// How every part of mur that talks to a door builds its HTTP client: plain HTTP on
@@ -365,7 +367,7 @@ impl Door {
         let events = SessionEvents::default();
         let (work_tx, work_rx) = mpsc::unbounded_channel();
         let shutdown = CancellationToken::new();
-        let shared = server::Shared::new(
+        let shared = rpc::Shared::new(
             config,
             addr,
             store.clone(),

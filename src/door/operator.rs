@@ -9,8 +9,7 @@ use axum::response::Response;
 use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 
-use super::methods::{frame, params, sse};
-use super::server::{Call, Shared, json_reply};
+use super::rpc::{Call, Shared, frame, json_reply, params, sse};
 use crate::a2a::{self, FileEntry, FilesRequest, FilesResponse, RpcError};
 
 /// The most entries one resources/files answer lists.

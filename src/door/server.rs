@@ -22,7 +22,8 @@ use tower::ServiceExt;
 
 use super::auth::Auth;
 use super::connections::{Mark, Open, Pacer};
-use super::{DoorConfig, Limits, SessionEvents, StopCallback, TaskStore, Work, methods};
+use super::rpc::{Call, Shared, rpc_error, transport_error};
+use super::{DoorConfig, Limits, SessionEvents, TaskStore, Work, methods};
 use crate::a2a::{
     self, AgentCapabilities, AgentCard, AgentExtension, AgentInterface, HttpAuthSecurityScheme, Id,
     RpcError, SecurityRequirement, SecurityScheme, StringList,
@@ -32,22 +33,6 @@ use crate::a2a::{
 pub const SESSION_EXTENSION_URI: &str = "https://murmur.dev/a2a/extensions/session/v1";
 /// Longest string id the door accepts (and echoes back).
 pub(super) const MAX_ID_BYTES: usize = 256;
-
-/// What every request handler shares.
-pub(crate) struct Shared {
-    pub auth: Auth,
-    pub card: Bytes,
-    /// The card as served to a formation member's component at its virtual address.
-    pub card_doc: AgentCard,
-    pub store: TaskStore,
-    pub events: SessionEvents,
-    pub work: mpsc::UnboundedSender<Work>,
-    pub shutdown: CancellationToken,
-    pub files_root: Option<std::path::PathBuf>,
-    pub on_stop: Option<StopCallback>,
-    pub limits: Limits,
-    pub refusals: Pacer,
-}
 
 impl Shared {
     pub(crate) fn new(
@@ -271,43 +256,6 @@ async fn not_found() -> Response {
         "not_found",
         "No such resource: the JSON-RPC endpoint is POST / and the Agent Card is at /.well-known/agent-card.json.",
     )
-}
-
-/// A refusal before any JSON-RPC request exists: HTTP status + `{"error","message"}`.
-pub(crate) fn transport_error(status: StatusCode, name: &str, message: &str) -> Response {
-    (
-        status,
-        axum::Json(json!({"error": name, "message": message})),
-    )
-        .into_response()
-}
-
-/// A JSON-RPC response body, always HTTP 200.
-pub(crate) fn json_reply(resp: &a2a::Response) -> Response {
-    json_bytes(serde_json::to_vec(resp).unwrap_or_default())
-}
-
-/// An already serialized JSON-RPC response body, HTTP 200.
-pub(crate) fn json_bytes(body: Vec<u8>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response()
-}
-
-pub(crate) fn rpc_error(id: Id, error: RpcError) -> Response {
-    json_reply(&a2a::Response::err(id, error))
-}
-
-/// One parsed JSON-RPC call.
-pub struct Call {
-    pub id: Id,
-    pub method: String,
-    pub params: Value,
 }
 
 async fn rpc(

@@ -158,38 +158,6 @@ async fn own_session_leads_a_session_and_stdout_to_writes_the_file(
     assert_eq!(std::fs::read_to_string(out.path()).unwrap(), "written\n");
 }
 
-/// Into a fresh cgroup v2 below this process's own, where one is writable (root here).
-#[tokio::test]
-#[allow(clippy::print_stderr)] // a skip says so
-
-async fn a_child_starts_inside_the_cgroup_it_is_given() {
-    let Some(own) = crate::cgroup::own_dir() else {
-        eprintln!("SKIPPED: no cgroup v2 here");
-        return;
-    };
-    let dir = own.join(format!("spawn-test-{}", std::process::id()));
-    if std::fs::create_dir(&dir).is_err() {
-        eprintln!("SKIPPED: no writable cgroup v2 here");
-        return;
-    }
-    let fd = std::fs::File::open(&dir).unwrap();
-    let name = dir.file_name().unwrap().to_string_lossy().to_string();
-    // By clone3 into it, and by clone and a move (where seccomp refuses clone3).
-    for via in [Via::VforkClone3, Via::ForkClone3, Via::Clone] {
-        let mut child = Spawn::new("/bin/cat")
-            .arg("/proc/self/cgroup")
-            .start_with(Some(fd.as_fd()), via)
-            .unwrap()
-            .started()
-            .unwrap();
-        let out = read_all(child.stdout.as_mut().unwrap()).await;
-        assert!(child.wait().await.unwrap().success());
-        let line = out.lines().find(|l| l.starts_with("0::")).unwrap();
-        assert!(line.ends_with(&format!("/{name}")), "{via:?}: {out}");
-    }
-    std::fs::remove_dir(&dir).unwrap();
-}
-
 /// The harness's and the shell's start: an environment of only what is set, a piped
 /// stdin, and a subreaper that keeps what its children orphan.
 #[rstest::rstest]

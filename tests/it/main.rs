@@ -50,6 +50,7 @@ mod lock_refusal;
 mod manifest;
 mod models;
 mod modes;
+mod module_graph;
 mod new;
 mod pid1;
 mod pipe;

@@ -50,6 +50,8 @@ fn chain(w: &World) -> PathBuf {
     std::fs::write(project.join("roster.yaml"), roster).unwrap();
     ok(w.mur_in(&project)
         .args(["install", "lead", "helper", "third"]));
+    // A roster edited by hand is approved before it launches (docs/approval.md).
+    ok(w.mur_in(&project).arg("approve"));
     let out = ok(w
         .mur_in(&project)
         .args(["run", "--roster", "--task", "Plan a picnic."]));
