@@ -319,8 +319,8 @@ fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "[::1]"
 }
 
-/// `host[:port]`, `[v6][:port]`.
-fn split_host_port(entry: &str) -> (&str, Option<u16>) {
+/// `host[:port]`, `[v6][:port]`: an allow-list entry split (the egress proxy reads it too).
+pub fn split_host_port(entry: &str) -> (&str, Option<u16>) {
     let entry = entry.trim();
     if entry.starts_with('[') {
         if let Some(end) = entry.find(']') {

@@ -144,6 +144,22 @@ pub fn env_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// A `capabilities.files` path: absolute, `~/…` (the user's home) or relative to the
+/// work folder; no `..` (a grant names the tree it means, never climbs out of it).
+pub fn file_grant(path: &str) -> Result<(), String> {
+    let bad = |why: &str| format!("`{path}` {why}; write `/srv/data`, `~/datasets` or `data`");
+    if path.is_empty() || path.contains('\0') {
+        return Err(bad("is empty or holds a NUL"));
+    }
+    if path.split('/').any(|c| c == "..") {
+        return Err(bad("climbs with `..`"));
+    }
+    if path.starts_with('~') && path != "~" && !path.starts_with("~/") {
+        return Err(bad("names another user's home"));
+    }
+    Ok(())
+}
+
 /// A host a component may reach: `localhost`, `api.example.com`, `*.example.com`,
 /// an IP address, each optionally with `:port`. No scheme and no path.
 pub fn host(entry: &str) -> Result<(), String> {
