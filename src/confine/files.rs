@@ -7,7 +7,10 @@
 //! would write the parent's memory and close its fd) and builds its error and status
 //! values on the way; the raw call on a prepared fd does neither.
 
-#![allow(unsafe_code, reason = "asking the kernel its Landlock ABI: a raw system call")]
+#![allow(
+    unsafe_code,
+    reason = "asking the kernel its Landlock ABI: a raw system call"
+)]
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;

@@ -17,7 +17,6 @@ pub mod proxy;
 pub mod seccomp;
 pub mod start;
 
-
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 

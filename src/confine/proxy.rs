@@ -3,7 +3,7 @@
 //!
 //! HTTP forward (`GET http://host/path`) and `CONNECT host:port`. For each request it
 //! checks host and port against `capabilities.network.allow` (the one reach rule,
-//! [`crate::call_member::reaches_host`]), resolves the name itself, refuses loopback,
+//! [`crate::manifest::rules::reaches_host`]), resolves the name itself, refuses loopback,
 //! private, link-local and other special addresses unless an allow entry names that
 //! address literally (`127.0.0.1`, `localhost`, `10.0.0.5`), and connects to exactly the
 //! address it checked, so a name cannot be rebound between check and use. A refusal is
@@ -23,7 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use crate::call_member::{reaches_host, split_host_port};
+use crate::manifest::rules::{reaches_host, split_host_port};
 
 pub const MAX_CONNECTIONS: usize = 64;
 pub const MAX_HEAD: usize = 16 * 1024;

@@ -207,6 +207,50 @@ fn word(s: &str, max: usize, allowed: impl Fn(char) -> bool) -> Result<(), ()> {
     crate::ids::is_word(s, max, allowed).then_some(()).ok_or(())
 }
 
+/// The reach rule (`call_member::reaches`, the egress proxy) for a host whose port may not be known yet (`None`): then only an
+/// entry without a port reaches it.
+pub fn reaches_host(allow: &[String], host: &str, port: Option<u16>) -> bool {
+    allow.iter().any(|entry| {
+        let (h, p) = split_host_port(entry);
+        let host_ok = if is_loopback(h) || is_loopback(host) {
+            is_loopback(h) && is_loopback(host)
+        } else if let Some(domain) = h.strip_prefix("*.") {
+            host.len() > domain.len() + 1
+                && host
+                    .to_ascii_lowercase()
+                    .ends_with(&format!(".{}", domain.to_ascii_lowercase()))
+        } else {
+            h.eq_ignore_ascii_case(host)
+        };
+        host_ok && p.is_none_or(|p| Some(p) == port)
+    })
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "[::1]"
+}
+
+/// `host[:port]`, `[v6][:port]`: an allow-list entry split (the egress proxy reads it too).
+pub fn split_host_port(entry: &str) -> (&str, Option<u16>) {
+    let entry = entry.trim();
+    if entry.starts_with('[') {
+        if let Some(end) = entry.find(']') {
+            let port = entry[end + 1..]
+                .strip_prefix(':')
+                .and_then(|p| p.parse().ok());
+            return (&entry[..=end], port);
+        }
+        return (entry, None);
+    }
+    match entry.rsplit_once(':') {
+        Some((h, p)) => match p.parse() {
+            Ok(p) => (h, Some(p)),
+            Err(_) => (entry, None),
+        },
+        None => (entry, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

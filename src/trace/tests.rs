@@ -23,13 +23,6 @@ fn every_event() -> Vec<Event> {
             formation_callees: Some(vec!["reviewer".into()]),
             unconfined: Some("--unconfined".into()),
         },
-        Event::ProxyDecision {
-            method: "CONNECT".into(),
-            host: "evil.example".into(),
-            port: 443,
-            allowed: false,
-            reason: "evil.example:443 is not in capabilities.network.allow (empty)".into(),
-        },
         Event::A2aTaskReceived {
             task_id: "t1".into(),
             context_id: Some("c1".into()),
@@ -125,6 +118,13 @@ fn every_event() -> Vec<Event> {
                 completion_tokens: 5,
                 total_tokens: 15,
             }),
+        },
+        Event::ProxyDecision {
+            method: "CONNECT".into(),
+            host: "evil.example".into(),
+            port: 443,
+            allowed: false,
+            reason: "evil.example:443 is not in capabilities.network.allow (empty)".into(),
         },
     ]
 }

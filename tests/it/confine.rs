@@ -126,7 +126,10 @@ impl Layout {
 
 /// Runs the probe with `checks`, confined by `prepared` when given; its stdout, and
 /// whether every check passed.
-#[allow(unsafe_code, reason = "a test-only pre_exec hook that applies the confinement")]
+#[allow(
+    unsafe_code,
+    reason = "a test-only pre_exec hook that applies the confinement"
+)]
 async fn run_probe(
     prepared: Option<Arc<confine::Prepared>>,
     proxy: &Proxy,
@@ -348,4 +351,57 @@ fn a_kernel_without_landlock_refuses_a_native_capsule_unless_opted_out() {
             .find(|t| t.contains(&format!("\"unconfined\":\"{how}\"")));
         assert!(trace.is_some(), "session_start records {how}");
     }
+}
+
+/// The same confinement through the one spawner (`Spawn::confine`), whose child side
+/// applies it last before execve: the path the harness and shell commands take.
+#[tokio::test]
+async fn the_spawner_applies_the_confinement_in_its_child_side() {
+    let l = Layout::new();
+    let web = web().await;
+    let plan = l
+        .plan(&mur::manifest::Files::default(), vec!["127.0.0.1".into()])
+        .unwrap();
+    let proxy = Proxy::start(
+        plan.network.clone(),
+        Arc::new(|_: &confine::proxy::Decision| {}),
+    )
+    .await
+    .unwrap();
+    let prepared = Arc::new(plan.prepare(proxy.addr().port()).unwrap());
+    let parent = std::process::id();
+    let checks = [
+        format!("read:{}=EACCES", l.p("home/.murmur/running/ses.token")),
+        format!("write:{}=EACCES", l.p("other/mine")),
+        format!("write:{}=ok", l.p("work/out")),
+        format!("connect:127.0.0.1:{web}=EACCES"),
+        "udp:127.0.0.1:9=EPERM".to_string(),
+        format!("kill:{parent}=EPERM"),
+        format!("ptrace:{parent}=EPERM"),
+        format!("tunnel:127.0.0.1:{web}=200"),
+        "tunnel:blocked.example:443=403".to_string(),
+    ];
+    let mut spawn = mur::spawn::Spawn::new(probe());
+    spawn
+        .args(&checks)
+        .env_clear()
+        .envs(proxy.env())
+        .current_dir(l.root.join("work"))
+        .confine(prepared);
+    let mut child = spawn.spawn(None).expect("the probe starts");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "{status:?}\n{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("PASS")).count(),
+        checks.len(),
+        "{out}"
+    );
 }
