@@ -130,6 +130,9 @@ catalogue! {
     E_MAN_010 = "E-MAN-010", "Listed twice",
         "Two `tools` share a name, two `skills` an id, or two `artifacts` name the same artifact.",
         "Give each tool its own name and each skill its own id; list each artifact once.";
+    E_MAN_011 = "E-MAN-011", "Bad file grant",
+        "A `capabilities.files.read` or `capabilities.files.write` entry is empty, holds `..`, or names another user's home (`~name`).",
+        "Write an absolute path (`/srv/data`), one under your home (`~/datasets`) or one relative to the work folder (`data`).";
     W_MAN_001 = "W-MAN-001", "Credential listed as passed",
         "`capabilities.env.allow` or `capabilities.shell.baseline_env` names a variable that `agent.api_key_env` or `network.authentication.bearer_env` also names. A credential reaches no component, harness or shell command (and the door's no delegated child either), whatever those lists say, so the name is not passed (docs/grants.md).",
         "Remove the name from `capabilities.env.allow` and `capabilities.shell.baseline_env`; give the executor a credential of its own under another name if it needs one.";
@@ -299,6 +302,12 @@ catalogue! {
     E_RUN_053 = "E-RUN-053", "Deadline reached",
         "The session or formation reached its --deadline.",
         "Give a later --deadline, or a smaller task.";
+    E_RUN_054 = "E-RUN-054", "Kernel cannot confine native processes",
+        "The capsule starts native processes (a `transport: process` harness or the `shell` tool), and the kernel lacks what their confinement needs: Landlock ABI 6 or later (Linux 6.12+, `landlock` in the boot's `lsm=` list). mur refuses to run them with the user's whole access instead (docs/confinement.md).",
+        "Run on a kernel with Landlock enabled, or opt out knowingly for this run: `mur run --unconfined`, or `MURMUR_UNCONFINED=1` (members of a roster inherit it).";
+    E_RUN_055 = "E-RUN-055", "Confinement cannot be planned",
+        "A grant of the capsule's native confinement cannot be made: a `capabilities.files` path does not exist, or a grant (the work folder included) holds or lies in mur's own folder `~/.murmur`, whose running records and tokens no capsule may read. Landlock grants whole trees; it cannot leave a hole in one.",
+        "Grant a narrower path, create the missing one, or run the session from a project folder rather than from your home.";
     W_RUN_007 = "W-RUN-007", "Formation member started by hand",
         "This mur run carries MURMUR_FORMATION_ID but no lifeline: nothing winds it down when its formation ends.",
         "End it with `mur stop`; launch formations with `mur run --roster`.";
@@ -308,6 +317,9 @@ catalogue! {
     W_RUN_010 = "W-RUN-010", "Harness not confined",
         "The capsule's agent is a native harness (`transport: process`). Capabilities confine WASM components and mur's own calls; they do not confine a native process, which runs with the user's access to the network, files and programs.",
         "Run capsules whose harness you do not trust inside a container, a VM or as another user.";
+    W_RUN_011 = "W-RUN-011", "Confinement opted out",
+        "`--unconfined` or `MURMUR_UNCONFINED=1` is in force: the capsule's native processes run with the user's whole access to files, network and processes. Printed once at start and recorded in the trace's `session_start` (`unconfined`).",
+        "Drop the opt-out to confine them (docs/confinement.md).";
     W_SEC_013 = "W-SEC-013", "Host warning",
         "The host lacks a protection mur relies on; printed once by the launcher for every member. Running as root is one such: `MURMUR_ALLOW_ROOT=1` silences it where root is meant (a CI container).",
         "Read the warning's text for the protection that is missing.";

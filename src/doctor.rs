@@ -114,6 +114,15 @@ pub(crate) fn report(a: &Admitted) -> String {
             s.push_str(&format!("  {line}\n"));
         }
     }
+    s.push_str("\nconfinement (docs/confinement.md):\n");
+    let (kernel, opted_out) = (
+        crate::confine::net::Kernel::probe(),
+        crate::confine::start::opt_out(false),
+    );
+    for m in &a.members {
+        let line = crate::confine::start::describe(&m.manifest, &kernel, opted_out);
+        s.push_str(&format!("  {:width$}  {line}\n", m.name));
+    }
     s
 }
 
@@ -136,6 +145,11 @@ pub(crate) fn to_json(file: &std::path::Path, outcome: &Result<Admitted, Refusal
                 "store": m.installed.store.to_string(),
                 "sha256": m.installed.sha256,
                 "path": m.installed.path.display().to_string(),
+                "confinement": crate::confine::start::describe(
+                    &m.manifest,
+                    &crate::confine::net::Kernel::probe(),
+                    crate::confine::start::opt_out(false),
+                ),
             })).collect::<Vec<_>>(),
             "edges": a.edges.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
             "warnings": a.warnings.iter().map(|w| w.to_json()).collect::<Vec<_>>(),

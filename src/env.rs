@@ -69,6 +69,8 @@ vars! {
     RUST_LOG: Reads;
     /// `1`: do not print the host warning that mur runs as root (W-SEC-013), for CI containers that run as root on purpose. Members inherit it.
     MURMUR_ALLOW_ROOT: Reads;
+    /// `1`: run the capsule's native processes unconfined, as `mur run --unconfined` does (W-RUN-011, docs/confinement.md). Members inherit it.
+    MURMUR_UNCONFINED: Reads;
     /// The descriptor of a delegated child's spawner lifeline. A child carries its parent's formation id and no formation lifeline, and prints no W-RUN-007.
     MURMUR_SPAWNER_LIFELINE: Reads;
     /// The harness's `TMPDIR`: the records' `tmp/`.
@@ -83,6 +85,8 @@ vars! {
     MUR_TEST_TIME_SCALE: Test;
     /// Seconds after the entry member started at which the launcher allocates memory until the OOM killer ends it.
     MUR_TEST_LAUNCHER_BALLOON: Test;
+    /// A whole number: the Landlock ABI mur takes the kernel to have (`0`: none), so a test reaches E-RUN-054 on a kernel that has Landlock.
+    MUR_TEST_LANDLOCK_ABI: Test;
     /// The program the launcher starts for every member instead of `mur` itself.
     MUR_TEST_MEMBER_PROGRAM: Test;
     /// How every child is cloned: `fork-clone3` (the path aarch64 takes) or `clone` (where `clone3` is refused) instead of this machine's own.

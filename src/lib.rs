@@ -26,6 +26,7 @@ pub mod cgroup;
 pub mod channel;
 pub mod cli;
 pub mod component;
+pub mod confine;
 pub mod credential;
 pub mod delegation;
 pub mod descendants;

@@ -320,6 +320,8 @@ pub(crate) struct StartInfo {
     pub sha256: Option<String>,
     /// In a formation: the members this one may call, in roster order.
     pub callees: Option<Vec<crate::ids::MemberName>>,
+    /// The confinement opt-out in force (`--unconfined`), if any.
+    pub unconfined: Option<String>,
 }
 
 /// Starts a session's records in one step: the records directory under `records_root`
@@ -363,6 +365,7 @@ pub(crate) fn start(
                     .map(ToString::to_string)
                     .collect()
             }),
+            unconfined: info.unconfined.clone(),
         })?;
         let murmur_md = records.write_murmur_md(identity, &workdir)?;
         Ok(StartedRecords {

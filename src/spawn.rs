@@ -98,6 +98,8 @@ pub struct Spawn {
     stdin_piped: bool,
     parent_death: bool,
     subreaper: bool,
+    /// Applied last before execve (docs/design/confinement.md).
+    confine: Option<std::sync::Arc<crate::confine::Prepared>>,
 }
 
 /// The highest descriptor number a child may be handed a descriptor at.
@@ -119,6 +121,7 @@ impl Spawn {
             stdin_piped: false,
             parent_death: false,
             subreaper: false,
+            confine: None,
         }
     }
 
@@ -186,6 +189,13 @@ impl Spawn {
     /// all of it.
     pub fn child_subreaper(&mut self) -> &mut Spawn {
         self.subreaper = true;
+        self
+    }
+
+    /// Confines the child, and all it starts, by `prepared`: its last step before
+    /// execve is [`crate::confine::apply_in_child`] (docs/confinement.md).
+    pub fn confine(&mut self, prepared: std::sync::Arc<crate::confine::Prepared>) -> &mut Spawn {
+        self.confine = Some(prepared);
         self
     }
 
@@ -302,6 +312,7 @@ impl Spawn {
                 .parent_death
                 .then(|| rustix::process::getpid().as_raw_nonzero().get()),
             subreaper: self.subreaper,
+            confine: self.confine.as_deref(),
             move_in: None,
             report: report_write.as_raw_fd(),
         };

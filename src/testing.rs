@@ -48,6 +48,16 @@ pub(crate) fn termination_log() -> Option<PathBuf> {
     std::env::var_os(crate::env::MUR_TEST_TERMINATION_LOG).map(PathBuf::from)
 }
 
+/// `MUR_TEST_LANDLOCK_ABI`, when it holds a whole number: the Landlock ABI the
+/// confinement takes the kernel to have.
+pub(crate) fn landlock_abi() -> Option<i32> {
+    std::env::var(crate::env::MUR_TEST_LANDLOCK_ABI)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// `MUR_TEST_MEMBER_PROGRAM`, when set.
 pub(crate) fn member_program() -> Option<PathBuf> {
     std::env::var_os(MEMBER_PROGRAM_ENV).map(PathBuf::from)

@@ -58,6 +58,10 @@ pub enum Event {
         formation_member: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         formation_callees: Option<Vec<String>>,
+        /// How the user opted out of confining the capsule's native processes
+        /// (`--unconfined` or `MURMUR_UNCONFINED=1`); absent when they were not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unconfined: Option<String>,
     },
     /// The door accepted a task.
     A2aTaskReceived {
@@ -182,6 +186,17 @@ pub enum Event {
         state: RecordedState,
         text: String,
     },
+    /// The egress proxy decided on one request of the capsule's native tree
+    /// (docs/confinement.md, Reading the proxy's records).
+    ProxyDecision {
+        /// `CONNECT`, or the forwarded request's method.
+        method: String,
+        host: String,
+        port: u16,
+        allowed: bool,
+        /// The address connected to, or what refused the request.
+        reason: String,
+    },
     /// The member's lifeline closed: written first in its wind-down.
     FormationEnded { formation_id: String },
     /// One try of one `transport: http` turn: a turn that is retried has several.
@@ -262,6 +277,7 @@ impl Event {
             Event::MemberOffer { .. } => "member_offer",
             Event::MemberAnswer { .. } => "member_answer",
             Event::FormationEnded { .. } => "formation_ended",
+            Event::ProxyDecision { .. } => "proxy_decision",
             Event::ModelRequest { .. } => "model_request",
             Event::SessionEnd { .. } => "session_end",
         }
@@ -311,6 +327,16 @@ impl std::fmt::Display for Record {
                 reason,
                 holds,
             } => write!(f, "{credential} refused: {reason} (holds {holds})"),
+            Event::ProxyDecision {
+                method,
+                host,
+                port,
+                allowed,
+                reason,
+            } => {
+                let verdict = if *allowed { "allowed" } else { "refused" };
+                write!(f, "{method} {host}:{port} {verdict}: {}", cut(reason))
+            }
             Event::TaskState {
                 task_id,
                 from,

@@ -5,6 +5,7 @@
 //! the routing of the virtual addresses `<member>.formation.invalid` its components
 //! use. The session, call-member and the component host all go through it.
 
+pub use crate::manifest::rules::{reaches_host, split_host_port};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, RwLock};
@@ -293,50 +294,6 @@ pub fn reaches(allow: &[String], url: &Url) -> bool {
     match url.host_str() {
         Some(host) => reaches_host(allow, host, url.port_or_known_default()),
         None => false,
-    }
-}
-
-/// [`reaches`] for a host whose port may not be known yet (`None`): then only an
-/// entry without a port reaches it.
-pub fn reaches_host(allow: &[String], host: &str, port: Option<u16>) -> bool {
-    allow.iter().any(|entry| {
-        let (h, p) = split_host_port(entry);
-        let host_ok = if is_loopback(h) || is_loopback(host) {
-            is_loopback(h) && is_loopback(host)
-        } else if let Some(domain) = h.strip_prefix("*.") {
-            host.len() > domain.len() + 1
-                && host
-                    .to_ascii_lowercase()
-                    .ends_with(&format!(".{}", domain.to_ascii_lowercase()))
-        } else {
-            h.eq_ignore_ascii_case(host)
-        };
-        host_ok && p.is_none_or(|p| Some(p) == port)
-    })
-}
-
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "[::1]"
-}
-
-/// `host[:port]`, `[v6][:port]`.
-fn split_host_port(entry: &str) -> (&str, Option<u16>) {
-    let entry = entry.trim();
-    if entry.starts_with('[') {
-        if let Some(end) = entry.find(']') {
-            let port = entry[end + 1..]
-                .strip_prefix(':')
-                .and_then(|p| p.parse().ok());
-            return (&entry[..=end], port);
-        }
-        return (entry, None);
-    }
-    match entry.rsplit_once(':') {
-        Some((h, p)) => match p.parse() {
-            Ok(p) => (h, Some(p)),
-            Err(_) => (entry, None),
-        },
-        None => (entry, None),
     }
 }
 

@@ -210,6 +210,17 @@ pub struct Capabilities {
     /// Capsules (`<scope>/<name>` or `<scope>/*`) this capsule may delegate to, and
     /// how far its session tree may delegate.
     pub spawn: Spawn,
+    /// Paths beyond its own folders that the capsule's native processes may use
+    /// (docs/confinement.md).
+    pub files: Files,
+}
+
+/// `capabilities.files`: paths as written (absolute, `~/…`, or relative to the work
+/// folder), each granting its whole tree.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Files {
+    pub read: Vec<String>,
+    pub write: Vec<String>,
 }
 
 /// The largest `capabilities.spawn.max_depth` and `max_live` (and their `mur run`

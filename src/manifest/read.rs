@@ -7,6 +7,7 @@ use super::rules;
 use super::*;
 use crate::catalogue::{
     Code, E_MAN_003, E_MAN_004, E_MAN_005, E_MAN_006, E_MAN_007, E_MAN_008, E_MAN_009, E_MAN_010,
+    E_MAN_011,
 };
 use crate::yaml::{Map, Node, Reader, Value};
 
@@ -554,7 +555,7 @@ fn capabilities<'a>(r: &Reader, m: &Map<'a>) -> Result<(Capabilities, Option<&'a
         m,
         "capabilities",
         "capabilities",
-        &["network", "env", "shell", "spawn"],
+        &["network", "env", "shell", "spawn", "files"],
     )?
     else {
         return Ok((out, None));
@@ -617,6 +618,21 @@ fn capabilities<'a>(r: &Reader, m: &Map<'a>) -> Result<(Capabilities, Option<&'a
         };
         out.spawn.max_depth = limit("max_depth")?;
         out.spawn.max_live = limit("max_live")?;
+    }
+    if let Some(f) = section(r, &s, "files", "capabilities.files", &["read", "write"])? {
+        for (key, into) in [
+            ("read", &mut out.files.read),
+            ("write", &mut out.files.write),
+        ] {
+            *into = list(
+                r,
+                &f,
+                key,
+                &format!("capabilities.files.{key}"),
+                E_MAN_011,
+                rules::file_grant,
+            )?;
+        }
     }
     Ok((out, spawn_node))
 }

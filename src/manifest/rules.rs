@@ -144,6 +144,22 @@ pub fn env_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// A `capabilities.files` path: absolute, `~/…` (the user's home) or relative to the
+/// work folder; no `..` (a grant names the tree it means, never climbs out of it).
+pub fn file_grant(path: &str) -> Result<(), String> {
+    let bad = |why: &str| format!("`{path}` {why}; write `/srv/data`, `~/datasets` or `data`");
+    if path.is_empty() || path.contains('\0') {
+        return Err(bad("is empty or holds a NUL"));
+    }
+    if path.split('/').any(|c| c == "..") {
+        return Err(bad("climbs with `..`"));
+    }
+    if path.starts_with('~') && path != "~" && !path.starts_with("~/") {
+        return Err(bad("names another user's home"));
+    }
+    Ok(())
+}
+
 /// A host a component may reach: `localhost`, `api.example.com`, `*.example.com`,
 /// an IP address, each optionally with `:port`. No scheme and no path.
 pub fn host(entry: &str) -> Result<(), String> {
@@ -189,6 +205,50 @@ pub fn host(entry: &str) -> Result<(), String> {
 /// `^[a-z]<allowed>{0,max-1}$` over ASCII.
 fn word(s: &str, max: usize, allowed: impl Fn(char) -> bool) -> Result<(), ()> {
     crate::ids::is_word(s, max, allowed).then_some(()).ok_or(())
+}
+
+/// The reach rule (`call_member::reaches`, the egress proxy) for a host whose port may not be known yet (`None`): then only an
+/// entry without a port reaches it.
+pub fn reaches_host(allow: &[String], host: &str, port: Option<u16>) -> bool {
+    allow.iter().any(|entry| {
+        let (h, p) = split_host_port(entry);
+        let host_ok = if is_loopback(h) || is_loopback(host) {
+            is_loopback(h) && is_loopback(host)
+        } else if let Some(domain) = h.strip_prefix("*.") {
+            host.len() > domain.len() + 1
+                && host
+                    .to_ascii_lowercase()
+                    .ends_with(&format!(".{}", domain.to_ascii_lowercase()))
+        } else {
+            h.eq_ignore_ascii_case(host)
+        };
+        host_ok && p.is_none_or(|p| Some(p) == port)
+    })
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "[::1]"
+}
+
+/// `host[:port]`, `[v6][:port]`: an allow-list entry split (the egress proxy reads it too).
+pub fn split_host_port(entry: &str) -> (&str, Option<u16>) {
+    let entry = entry.trim();
+    if entry.starts_with('[') {
+        if let Some(end) = entry.find(']') {
+            let port = entry[end + 1..]
+                .strip_prefix(':')
+                .and_then(|p| p.parse().ok());
+            return (&entry[..=end], port);
+        }
+        return (entry, None);
+    }
+    match entry.rsplit_once(':') {
+        Some((h, p)) => match p.parse() {
+            Ok(p) => (h, Some(p)),
+            Err(_) => (entry, None),
+        },
+        None => (entry, None),
+    }
 }
 
 #[cfg(test)]

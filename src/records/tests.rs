@@ -311,6 +311,7 @@ fn start_makes_the_directory_the_trace_and_murmur_md() {
     let info = StartInfo {
         sha256: Some("ab".repeat(32)),
         callees: None,
+        unconfined: None,
     };
     let s = start(root.path(), work.path(), &identity, &info).unwrap();
     let real_work = std::fs::canonicalize(work.path()).unwrap();

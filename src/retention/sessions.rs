@@ -93,6 +93,7 @@ mod tests {
                 formation_id: None,
                 formation_member: None,
                 formation_callees: None,
+                unconfined: None,
             })
             .unwrap();
         std::thread::sleep(Duration::from_millis(2));

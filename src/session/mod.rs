@@ -76,6 +76,11 @@ pub struct RunArgs {
     /// capabilities.spawn.max_live; a delegated child's can only lower its tree's.
     #[arg(long, value_name = "N", value_parser = parse_limit)]
     pub max_live_delegations: Option<u32>,
+    /// Run the capsule's native processes (harness, shell commands) without
+    /// confinement (W-RUN-011; docs/confinement.md). For a roster, set
+    /// MURMUR_UNCONFINED=1, which members inherit.
+    #[arg(long, conflicts_with = "roster")]
+    pub unconfined: bool,
     /// Launch the formation of this roster.yaml (default: ./roster.yaml).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = ".")]
     pub roster: Option<PathBuf>,

@@ -105,6 +105,14 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
         output::stderr_line(&w);
     }
     let tree = delegation_tree(&capsule, args, tree)?;
+    // E-RUN-054 where native processes cannot be confined; an opt-out printed once.
+    let kernel = crate::confine::net::Kernel::probe();
+    let unconfined =
+        crate::confine::start::check(&capsule.name, &capsule.manifest, args.unconfined, &kernel)?
+            .map(|(how, w)| {
+                output::stderr_line(&w);
+                how
+            });
     let lifecycle = LifecycleInForce::of(&capsule.manifest.lifecycle, args);
     let deadline = earliest(
         args.deadline().map(|d| SystemTime::now() + d),
@@ -124,6 +132,7 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
         spawner,
         tree,
         components: Some(components),
+        unconfined,
     };
     stage.run().await
 }
@@ -181,6 +190,8 @@ struct Stage<'a> {
     tree: Option<Arc<crate::delegation::tree::Tree>>,
     /// The capsule's tools and hooks, until the session's records exist.
     components: Option<crate::component::Catalog>,
+    /// How the user opted out of confinement, recorded in `session_start`.
+    unconfined: Option<&'static str>,
 }
 
 impl Stage<'_> {
@@ -390,6 +401,7 @@ impl Stage<'_> {
                 formation_id: None,
                 formation_member: None,
                 formation_callees: None,
+                unconfined: self.unconfined.map(str::to_string),
             })?;
             let md = records.write_murmur_md(&identity, &self.workdir)?;
             return Ok((records, Arc::new(trace), md));
@@ -397,6 +409,7 @@ impl Stage<'_> {
         let info = StartInfo {
             sha256: self.capsule.sha256(),
             callees: self.member.as_ref().map(|m| m.peers.callees().to_vec()),
+            unconfined: self.unconfined.map(str::to_string),
         };
         let started = records::start(&paths::records_root(), &self.workdir, &identity, &info)?;
         Ok((started.records, started.trace, started.murmur_md))

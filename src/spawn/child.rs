@@ -29,6 +29,8 @@ pub(super) struct ChildPlan<'a> {
     pub(super) parent: Option<libc::pid_t>,
     /// Whether the child becomes a child subreaper.
     pub(super) subreaper: bool,
+    /// The confinement applied last before execve.
+    pub(super) confine: Option<&'a crate::confine::Prepared>,
     /// The cgroup the child moves itself into (when made without `clone3`).
     pub(super) move_in: Option<RawFd>,
     /// Where a failed step writes its `errno`.
@@ -140,6 +142,7 @@ unsafe fn steps(to_do: &ChildPlan<'_>) -> Result<Orphaned, Failed> {
         group,
         parent,
         subreaper,
+        confine,
         move_in,
         report: _,
     } = *to_do;
@@ -170,6 +173,13 @@ unsafe fn steps(to_do: &ChildPlan<'_>) -> Result<Orphaned, Failed> {
         }
         if let Some(cwd) = &prepared.cwd {
             ok(libc::chdir(cwd.as_ptr()))?;
+        }
+        // Last: the folder and descriptors above are set while they still may be.
+        // Raw system calls on prepared data; a failure leaves errno set.
+        if let Some(confine) = confine
+            && crate::confine::apply_in_child(confine).is_err()
+        {
+            return Err(Failed);
         }
         libc::execve(
             prepared.program.as_ptr(),

@@ -520,7 +520,9 @@ impl Builder {
                     self.on_open_tasks(at, "deadline_reached", attrs);
                 }
             }
-            Event::A2aTaskRefused { .. } | Event::ModelRequest { .. } => {}
+            Event::A2aTaskRefused { .. }
+            | Event::ModelRequest { .. }
+            | Event::ProxyDecision { .. } => {}
         }
     }
 

@@ -21,6 +21,7 @@ fn every_event() -> Vec<Event> {
             formation_id: Some("frm_0199c4e2f1b7712a9d3e4f5061728394".into()),
             formation_member: Some("coder".into()),
             formation_callees: Some(vec!["reviewer".into()]),
+            unconfined: Some("--unconfined".into()),
         },
         Event::A2aTaskReceived {
             task_id: "t1".into(),
@@ -117,6 +118,13 @@ fn every_event() -> Vec<Event> {
                 completion_tokens: 5,
                 total_tokens: 15,
             }),
+        },
+        Event::ProxyDecision {
+            method: "CONNECT".into(),
+            host: "evil.example".into(),
+            port: 443,
+            allowed: false,
+            reason: "evil.example:443 is not in capabilities.network.allow (empty)".into(),
         },
     ]
 }
@@ -219,6 +227,7 @@ fn field_names_are_the_documented_ones() {
         formation_id: None,
         formation_member: None,
         formation_callees: None,
+        unconfined: None,
     })
     .unwrap();
     // Outside a formation no formation key appears at all.

@@ -19,6 +19,7 @@ mod approval;
 mod call_member;
 mod catalogue_docs;
 mod components;
+mod confine;
 mod crash;
 mod defects;
 mod delegation;

@@ -1,0 +1,85 @@
+use std::net::IpAddr;
+
+use super::proxy::{decide, special};
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn special_addresses_include_mapped_and_nat64_forms() {
+    for (a, kind) in [
+        ("127.0.0.1", "loopback"),
+        ("10.1.2.3", "private"),
+        ("192.168.0.1", "private"),
+        ("169.254.169.254", "link-local"),
+        ("0.0.0.0", "unspecified"),
+        ("100.64.0.1", "shared (carrier NAT)"),
+        ("::1", "loopback"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:10.0.0.1", "private"),
+        ("64:ff9b::a00:1", "private"),
+        ("fd00::1", "unique local"),
+        ("fe80::1", "link-local"),
+    ] {
+        assert_eq!(special(ip(a)), Some(kind), "{a}");
+    }
+    for a in ["93.184.216.34", "2606:2800:220:1::1"] {
+        assert_eq!(special(ip(a)), None, "{a}");
+    }
+}
+
+#[tokio::test]
+async fn a_special_address_is_reached_only_by_naming_it() {
+    let allow = vec!["127.0.0.1:8080".to_string(), "10.0.0.5".to_string()];
+    assert_eq!(
+        decide(&allow, "127.0.0.1", 8080).await.unwrap().to_string(),
+        "127.0.0.1:8080"
+    );
+    let e = decide(&allow, "127.0.0.1", 8081).await.unwrap_err();
+    assert!(e.contains("is not in capabilities.network.allow"), "{e}");
+    // A mapped form of an allowed address is a different host string: not listed.
+    let e = decide(&allow, "[::ffff:127.0.0.1]", 8080)
+        .await
+        .unwrap_err();
+    assert!(e.contains("not in capabilities.network.allow"), "{e}");
+    assert!(decide(&allow, "10.0.0.5", 22).await.is_ok());
+    let e = decide(&[], "example.com", 443).await.unwrap_err();
+    assert_eq!(
+        e,
+        "example.com:443 is not in capabilities.network.allow (empty)"
+    );
+}
+
+#[test]
+fn only_native_processes_need_the_kernel() {
+    use super::net::Kernel;
+    use super::start::check;
+    let none = Kernel {
+        release: "5.4.0".into(),
+        landlock_abi: 0,
+    };
+    let parse = |t: &str| crate::manifest::parse(t, std::path::Path::new("murmur.yaml")).unwrap();
+    let wasm = parse("name: w\nversion: 0.1.0\ndescription: x\nagent:\n  transport: builtin\n");
+    assert!(check("w", &wasm, false, &none).unwrap().is_none());
+    let shell = parse(
+        "name: s\nversion: 0.1.0\ndescription: x\nagent:\n  transport: builtin\ncapabilities:\n  shell: {}\n",
+    );
+    let e = check("s", &shell, false, &none).unwrap_err();
+    assert!(e.to_string().contains("E-RUN-054"), "{e}");
+    assert!(e.to_string().contains("s starts shell commands"), "{e}");
+    let old = Kernel {
+        release: "6.8.0".into(),
+        landlock_abi: 4,
+    };
+    let e = check("s", &shell, false, &old).unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "Landlock ABI 6 (kernel 6.8.0 has ABI 4: no signal or abstract-socket scopes)"
+        ),
+        "{e}"
+    );
+    let (how, w) = check("s", &shell, true, &none).unwrap().unwrap();
+    assert_eq!(how, "--unconfined");
+    assert!(w.to_string().contains("W-RUN-011"), "{w}");
+}
