@@ -34,10 +34,17 @@ fn line(door: Option<&str>, formation: Option<&str>) -> String {
 
 /// Runs `script` as the peer and waits for it with a deadline `limit` from now.
 async fn peer(script: &str, limit: Duration) -> Result<Ready, NotReady> {
-    let mut child = crate::spawn::Spawn::new("/bin/sh")
-        .args(["-c", script])
-        .spawn(None)
-        .unwrap();
+    // Owned, as every child mur starts is: a process-harness test sweeping this
+    // process's strays at the same time must not take it for one.
+    let (mut child, _own) = crate::descendants::spawn_owned(
+        || {
+            crate::spawn::Spawn::new("/bin/sh")
+                .args(["-c", script])
+                .spawn(None)
+        },
+        |c| c.id(),
+    )
+    .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let started = Instant::now();
     let http = crate::door::client().build().unwrap();
