@@ -1,6 +1,6 @@
 //! The defects of issue 18 (1a–1d), each with a test that failed before its fix.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -11,14 +11,7 @@ use crate::support::session::wait_for;
 /// `mur new --roster team`, installed; `alone`: the roster keeps only the entry member.
 fn team(alone: bool) -> (World, std::path::PathBuf) {
     let w = World::new();
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let ok = crate::support::ok;
     ok(w.mur().args(["new", "--roster", "team"]));
     let project = w.proj.join("team");
     ok(w.mur_in(&project).args(["install", "lead", "helper"]));
@@ -63,14 +56,7 @@ fn stop_reaches_a_formation_that_has_no_formation_json() {
 fn the_deadline_counts_from_the_launcher_s_start_not_the_end_of_admission() {
     // A large member makes admission take a while: it hashes every artifact (1b).
     let w = World::new();
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let ok = crate::support::ok;
     ok(w.mur().args(["new", "--roster", "team"]));
     let project = w.proj.join("team");
     let mut noise = Vec::new();

@@ -12,14 +12,7 @@ use crate::support::World;
 /// `mur new --roster team` and `mur install lead helper` in a world.
 pub fn team() -> (World, std::path::PathBuf) {
     let w = World::new();
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let ok = crate::support::ok;
     ok(w.mur().args(["new", "--roster", "team"]));
     let project = w.proj.join("team");
     ok(w.mur_in(&project).args(["install", "lead", "helper"]));

@@ -32,14 +32,7 @@ impl std::ops::Deref for Team {
 fn world(behaviours: &[(&str, &str)]) -> Team {
     let world = World::new();
     let root = world.root.clone();
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let ok = crate::support::ok;
     ok(world.mur_in(&root).args(["new", "--roster", "team"]));
     let project = root.join("team");
     ok(world.mur_in(&project).args(["install", "lead", "helper"]));

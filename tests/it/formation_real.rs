@@ -44,14 +44,7 @@ fn world(busy_lead: bool) -> Team {
     let world = World::new();
     let root = world.root.clone();
     let home = world.home.clone();
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let ok = crate::support::ok;
     ok(mur(&home)
         .args(["new", "--roster", "team"])
         .current_dir(&root));

@@ -37,14 +37,7 @@ fn write_harness(dir: &Path, body: &str) {
 /// `helper`'s harness makes an orphan every 100 ms that dies 200 ms later (a zombie
 /// until its subreaper reaps it) and works for ever.
 fn team(w: &World) -> PathBuf {
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let ok = crate::support::ok;
     ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
     let project = w.root.join("team");
     let marks = w.root.display();
@@ -320,14 +313,7 @@ fn a_sigterm_as_soon_as_pid_1_catches_it_ends_the_launch_and_writes_the_verdict(
 #[test]
 fn a_member_s_double_forked_child_reparents_to_the_launcher_and_ends_with_it() {
     let w = World::new();
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let ok = crate::support::ok;
     ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
     let project = w.root.join("team");
     ok(w.mur_in(&project).args(["install", "lead", "helper"]));

@@ -13,15 +13,7 @@ use crate::support::{World, files_under, otel};
 
 /// `mur new --roster team`, plus `third`, which `helper` may call.
 fn chain(w: &World) -> PathBuf {
-    let ok = |cmd: &mut Command| {
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    };
+    let ok = crate::support::ok;
     ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
     let project = w.root.join("team");
     let third = project.join("third");

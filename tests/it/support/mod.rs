@@ -26,6 +26,17 @@ use zip::{CompressionMethod, ZipWriter};
 /// (`MUR_TEST_TIME_SCALE`, src/timing.rs): 20 s become 1 s, 25 s become 1.25 s.
 pub const TIME_SCALE: &str = "0.05";
 
+/// Runs `cmd` to its end and asserts it succeeded, showing its stderr when not.
+pub fn ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The real `mur` with a clean environment (`clean::clean_mur`: no `MURMUR_*`, no
 /// `MUR_TEST_*` of the test's own), then the one time scale.
 pub fn mur() -> Command {
