@@ -11,6 +11,12 @@ build:
 test:
     cargo test
 
+# The host tests as CI runs them (docs/testing.md): cargo-nextest with
+# .config/nextest.toml, then the doctests, which nextest does not run.
+nextest *ARGS:
+    cargo nextest run {{ARGS}}
+    cargo test --doc
+
 # The examples' components (docs/components.md): components/ built for wasm32-wasip2;
 # the tools into examples/toolbox/tools/<name>.wasm, the Anthropic driver (and the echo
 # tool) into examples/anthropic/.
@@ -18,12 +24,12 @@ examples:
     #!/usr/bin/env bash
     set -euo pipefail
     rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-    (cd components && cargo build --release --target wasm32-wasip2)
+    dir=$(bash scripts/guests.sh)
     for t in echo env read-file write-file http-get; do
-        cp "components/target/wasm32-wasip2/release/tool_${t//-/_}.wasm" "examples/toolbox/tools/$t.wasm"
+        cp "$dir/tool_${t//-/_}.wasm" "examples/toolbox/tools/$t.wasm"
     done
-    cp components/target/wasm32-wasip2/release/driver_anthropic.wasm examples/anthropic/driver/anthropic.wasm
-    cp components/target/wasm32-wasip2/release/tool_echo.wasm examples/anthropic/tools/echo.wasm
+    cp "$dir/driver_anthropic.wasm" examples/anthropic/driver/anthropic.wasm
+    cp "$dir/tool_echo.wasm" examples/anthropic/tools/echo.wasm
     ls -l examples/toolbox/tools/*.wasm examples/anthropic/driver/*.wasm examples/anthropic/tools/*.wasm
 
 # Benchmarks (goals in docs/benchmarks.md): every bench in the release build, then
@@ -130,7 +136,8 @@ dist *ARGS:
 dist-test: dist
     bash tests/dist/install-test.sh
 
-# Build the release musl binary twice (other folder, user, umask, time) and compare sha256.
+# Two release musl builds (other folder, user, umask, time) must be the same sha256:
+# `just dist`'s binary of this source tree and one more, or two built here.
 repro:
     bash scripts/repro.sh
 

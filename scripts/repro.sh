@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Builds the release musl binary twice and requires the same sha256 (`just repro`).
+# Two builds of the release musl binary must be the same sha256 (`just repro`).
 #
-# The two builds differ in everything that should not matter: the folder of the
-# checkout, CARGO_HOME, the toolchain's path, the user (the second runs as an
-# unused uid through setpriv when we are root), umask, SOURCE_DATE_EPOCH, TZ and
-# locale. Each has its own CARGO_TARGET_DIR, so nothing is shared but the
-# downloaded crate archives. The binaries are kept in target/repro/ for diffoscope.
+# Build A is the binary `dist build` made (target/distrib, by `just dist`) when that
+# is of this very source tree (target/distrib-source-tree, written by scripts/dist.sh):
+# the shipped bytes are then one of the two compared, and CI builds no third copy.
+# Otherwise (`just repro` alone, or a dist of another tree, or MUR_REPRO_NO_REMAP=1)
+# build A is made here, from a clean export, as this user.
+#
+# Build B differs from A in everything that should not matter: the folder of the
+# checkout, CARGO_HOME, the toolchain's path, the user (B runs as an unused uid
+# through setpriv when we are root), umask, SOURCE_DATE_EPOCH, TZ and locale. Each has
+# its own CARGO_TARGET_DIR, so nothing is shared but the downloaded crate archives.
+# The binaries are kept in target/repro/ for diffoscope.
 #
 # MUR_REPRO_NO_REMAP=1 leaves out the path remapping of scripts/build-env.sh, to
 # show what it is for (the builds then differ and leak their paths).
@@ -49,24 +55,41 @@ chmod 755 "$WORK"
 A=$WORK/a
 B=$WORK/b/a-longer-folder-name-for-the-second-build
 mkdir -p "$A/src" "$B/src" "$B/home" "$B/cargo-home/registry"
-git -C "$ROOT" archive "$REV" | tar -x -C "$A/src"
 git -C "$ROOT" archive "$REV" | tar -x -C "$B/src"
+# Every crate archive both builds need, in this user's CARGO_HOME (B copies them).
+(cd "$B/src" && cargo fetch --locked --target "$TARGET" >/dev/null)
 
-# Build A: this user, its CARGO_HOME and toolchain, umask 022, the commit's time.
-say "build A: $(id -un) in $A/src, SOURCE_DATE_EPOCH=$EPOCH, umask 022"
-(cd "$A/src" && cargo fetch --locked --target "$TARGET" >/dev/null)
-START=$(date +%s)
-(
-    umask 022
-    cd "$A/src"
-    export CARGO_TARGET_DIR=$A/target SOURCE_DATE_EPOCH=$EPOCH TZ=UTC LC_ALL=C.UTF-8
-    unset RUSTFLAGS
-    . ./scripts/build-env.sh
-    [ "${MUR_REPRO_NO_REMAP:-}" != 1 ] || RUSTFLAGS=
-    export RUSTFLAGS="$RUSTFLAGS $DIST_MUSL_FLAGS"
-    cargo build --locked --offline --profile "$PROFILE" --target "$TARGET" --bin mur
-)
-A_SECS=$(($(date +%s) - START))
+# Build A: `dist build`'s binary of this source tree, or one built here.
+TREE=$(git -C "$ROOT" rev-parse "$REV^{tree}")
+DIST_BIN=$ROOT/target/distrib/mur-$TARGET/mur
+DIST_TREE=$(cat "$ROOT/target/distrib-source-tree" 2>/dev/null || true)
+mkdir -p "$A/target/$TARGET/$PROFILE"
+if [ -f "$DIST_BIN" ] && [ "$DIST_TREE" = "$TREE" ] && [ "${MUR_REPRO_NO_REMAP:-}" != 1 ]; then
+    A_WHAT="dist build in $ROOT (target/distrib, source tree $TREE)"
+    say "build A: $A_WHAT"
+    cp "$DIST_BIN" "$A/target/$TARGET/$PROFILE/mur"
+    A_SECS=0
+else
+    if [ -f "$DIST_BIN" ]; then
+        say "target/distrib's binary is of another source tree (${DIST_TREE:-unknown}, this is $TREE): building A here"
+    fi
+    # This user, its CARGO_HOME and toolchain, umask 022, the commit's time.
+    A_WHAT="$(id -un) in $A/src, SOURCE_DATE_EPOCH=$EPOCH, umask 022"
+    say "build A: $A_WHAT"
+    git -C "$ROOT" archive "$REV" | tar -x -C "$A/src"
+    START=$(date +%s)
+    (
+        umask 022
+        cd "$A/src"
+        export CARGO_TARGET_DIR=$A/target SOURCE_DATE_EPOCH=$EPOCH TZ=UTC LC_ALL=C.UTF-8
+        unset RUSTFLAGS
+        . ./scripts/build-env.sh
+        [ "${MUR_REPRO_NO_REMAP:-}" != 1 ] || RUSTFLAGS=
+        export RUSTFLAGS="$RUSTFLAGS $DIST_MUSL_FLAGS"
+        cargo build --locked --offline --profile "$PROFILE" --target "$TARGET" --bin mur
+    )
+    A_SECS=$(($(date +%s) - START))
+fi
 
 # Build B's private copies: the crate archives (extracted again by B into its own
 # CARGO_HOME) and the toolchain (hard links where the filesystem allows).
@@ -116,7 +139,7 @@ SHA_B=$(sha256sum "$OUT/b/mur" | cut -d' ' -f1)
 {
     echo "rev          $REV"
     echo "target       $TARGET (profile $PROFILE)"
-    echo "build A      ${A_SECS}s  $SHA_A"
+    echo "build A      ${A_SECS}s  $SHA_A  ($A_WHAT)"
     echo "build B      ${B_SECS}s  $SHA_B"
 } | tee "$OUT/summary.txt"
 
@@ -137,20 +160,15 @@ fi
 [ "$BAD" = 0 ] || die "not reproducible"
 "$OUT/a/mur" --version >/dev/null || die "the built binary does not run"
 echo "reproducible: both builds are sha256 $SHA_A" | tee -a "$OUT/summary.txt"
-# The binary in `just dist`'s archive, if there is one: built by `dist build` in
-# the checkout's own target/, it must be the same bytes when it is of the same
-# source tree (scripts/dist.sh records which); of another tree, it is only reported.
-DIST_BIN=$ROOT/target/distrib/mur-$TARGET/mur
-if [ -f "$DIST_BIN" ]; then
+# The binary in `just dist`'s archive, when build A was not that binary: of the same
+# source tree it must be the same bytes; of another tree, it is only reported.
+if [ -f "$DIST_BIN" ] && ! cmp -s "$DIST_BIN" "$OUT/a/mur"; then
     SHA_DIST=$(sha256sum "$DIST_BIN" | cut -d' ' -f1)
-    DIST_TREE=$(cat "$ROOT/target/distrib-source-tree" 2>/dev/null || true)
-    TREE=$(git -C "$ROOT" rev-parse "$REV^{tree}")
-    if [ "$SHA_DIST" = "$SHA_A" ]; then
-        echo "target/distrib's binary (dist build) is the same sha256" | tee -a "$OUT/summary.txt"
-    elif [ "$DIST_TREE" = "$TREE" ]; then
+    if [ "$DIST_TREE" = "$TREE" ]; then
         echo "target/distrib's binary differs ($SHA_DIST) though built from the same source tree $TREE" | tee -a "$OUT/summary.txt"
         die "the shipped binary is not the one proven reproducible; compare with: diffoscope $DIST_BIN $OUT/a/mur"
-    else
-        echo "target/distrib's binary differs ($SHA_DIST): built from another source tree" | tee -a "$OUT/summary.txt"
     fi
+    echo "target/distrib's binary differs ($SHA_DIST): built from another source tree" | tee -a "$OUT/summary.txt"
+elif [ -f "$DIST_BIN" ]; then
+    echo "target/distrib's binary (dist build) is the same sha256" | tee -a "$OUT/summary.txt"
 fi

@@ -90,13 +90,34 @@ pub(crate) fn status_word(status: ExitStatus) -> &'static str {
 /// launcher, which closes its lifeline.
 pub(crate) const SIGNALS: [Signal; 2] = [Signal::SIGTERM, Signal::SIGINT];
 
+/// Which end exits the process, once: [`exit_now`] or a wind-down that finished
+/// ([`claim_exit`]). Without it, the harness that `exit_now`'s sweep kills unblocks a
+/// teardown that could then exit 0 while the sweep still waits for the harness to be
+/// reaped.
+static EXIT_CLAIMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn claim() -> bool {
+    !EXIT_CLAIMED.swap(true, std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Called by a wind-down that has finished, before it returns its exit code: false
+/// when [`exit_now`] already runs, whose 143 the caller must then leave to it.
+pub(crate) fn claim_exit() -> bool {
+    claim()
+}
+
 /// Exits with 143 now, wherever the session is: forgets its running record first
 /// (two file removals), kills every descendant, and runs no destructor that could
-/// block.
+/// block. After a wind-down that finished first it does nothing: its exit follows.
 // nix 0.32 has no `_exit`, and `std::process::exit` would run exit handlers while
 // the runtime's threads still run.
 #[allow(unsafe_code, reason = "_exit, which no safe wrapper at hand offers")]
 pub(crate) fn exit_now(running: &RunningDir, session_id: &str) -> ! {
+    if !claim() {
+        loop {
+            std::thread::park();
+        }
+    }
     // Before the sweep ends the harness and the teardown on the runtime goes on.
     crate::trace::stop_writing();
     let _ = running.remove(session_id);

@@ -272,6 +272,10 @@ impl Live {
         // Watchers have had every record, session_end included: the door lets their
         // streams drain before it closes.
         self.door.shutdown().await;
+        if !ends::claim_exit() {
+            // The wind-down limit fired meanwhile: its exit (143) is under way.
+            std::future::pending::<()>().await;
+        }
         output::stderr_line(format!("status: {}", ends::status_word(exit.status)));
         exit.code
     }

@@ -18,7 +18,7 @@ fn docs_errors_md_matches_the_catalogue() {
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         on_disk == generated,
-        "docs/errors.md is stale: run `MUR_UPDATE_DOCS=1 cargo test --test catalogue_docs`"
+        "docs/errors.md is stale: run `MUR_UPDATE_DOCS=1 cargo test --test it catalogue_docs`"
     );
 }
 

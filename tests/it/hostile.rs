@@ -2,8 +2,8 @@
 //! that must not verify, calls outside the five scopes, guessed task ids, slow and
 //! oversized requests, deeply nested JSON, and floods of connections. Each gets its
 //! status and code every time, the member keeps serving its rightful caller, and the
-//! session's RSS (from /proc) stays bounded. tests/door_auth.rs and
-//! tests/door_bad_input.rs hold the one-shot cases at an in-process door.
+//! session's RSS (from /proc) stays bounded. tests/it/door_auth.rs and
+//! tests/it/door_bad_input.rs hold the one-shot cases at an in-process door.
 
 use std::time::{Duration, Instant};
 
