@@ -146,9 +146,13 @@ fn main() {
     drop(session);
 }
 
+/// `mur` with HOME at `home`, run in `home/proj`: a project folder that holds
+/// ~/.murmur is refused (E-APR-002, docs/approval.md).
 fn mur(home: &Path) -> Command {
+    let proj = home.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
     let mut cmd = clean::clean_mur();
-    cmd.env("HOME", home).current_dir(home).stdin(Stdio::null());
+    cmd.env("HOME", home).current_dir(proj).stdin(Stdio::null());
     cmd
 }
 
