@@ -19,7 +19,14 @@
 # What is built: the committed tree plus uncommitted changes to tracked files
 # (`git stash create`), with the flags of scripts/build-env.sh and the flags
 # `dist build` adds for musl, so the result is the binary dist ships.
+#
+# MUR_REPRO_STAGE splits the run in two for CI, which builds B while its other steps
+# run and compares once `dist build` has made A: `b` builds B only (kept in
+# target/repro/b with the tree it is of), `compare` takes that B (of this very tree,
+# or it fails) instead of building one. Unset: both, one after the other.
 set -euo pipefail
+STAGE=${MUR_REPRO_STAGE:-}
+case "$STAGE" in "" | b | compare) ;; *) echo "[repro] error: MUR_REPRO_STAGE is b, compare or unset, not $STAGE" >&2; exit 1 ;; esac
 
 TARGET=x86_64-unknown-linux-musl
 PROFILE=dist
@@ -59,8 +66,11 @@ git -C "$ROOT" archive "$REV" | tar -x -C "$B/src"
 # Every crate archive both builds need, in this user's CARGO_HOME (B copies them).
 (cd "$B/src" && cargo fetch --locked --target "$TARGET" >/dev/null)
 
-# Build A: `dist build`'s binary of this source tree, or one built here.
 TREE=$(git -C "$ROOT" rev-parse "$REV^{tree}")
+CARGO_HOME_A=${CARGO_HOME:-$HOME/.cargo}
+
+build_a() {
+# Build A: `dist build`'s binary of this source tree, or one built here.
 DIST_BIN=$ROOT/target/distrib/mur-$TARGET/mur
 DIST_TREE=$(cat "$ROOT/target/distrib-source-tree" 2>/dev/null || true)
 mkdir -p "$A/target/$TARGET/$PROFILE"
@@ -90,10 +100,11 @@ else
     )
     A_SECS=$(($(date +%s) - START))
 fi
+}
 
+build_b() {
 # Build B's private copies: the crate archives (extracted again by B into its own
 # CARGO_HOME) and the toolchain (hard links where the filesystem allows).
-CARGO_HOME_A=${CARGO_HOME:-$HOME/.cargo}
 cp -a "$CARGO_HOME_A/registry/index" "$CARGO_HOME_A/registry/cache" "$B/cargo-home/registry/"
 cp -al "$SYSROOT" "$B/toolchain" 2>/dev/null || cp -a "$SYSROOT" "$B/toolchain"
 
@@ -129,11 +140,33 @@ START=$(date +%s)
     cargo build --locked --offline --profile "$PROFILE" --target "$TARGET" --bin mur
 ' "$B/src" "${AS_B[*]}"
 B_SECS=$(($(date +%s) - START))
-
 rm -rf "$OUT"
-mkdir -p "$OUT/a" "$OUT/b"
-cp "$A/target/$TARGET/$PROFILE/mur" "$OUT/a/mur"
+mkdir -p "$OUT/b"
 cp "$B/target/$TARGET/$PROFILE/mur" "$OUT/b/mur"
+# What the compare stage checks B against: its tree, its folder (for the leak check).
+printf '%s\n' "$TREE" >"$OUT/b/tree"
+printf '%s\n' "$WORK" >"$OUT/b/work"
+printf '%s\n' "$B_SECS" >"$OUT/b/secs"
+}
+
+if [ "$STAGE" = b ]; then
+    build_b
+    say "build B: ${B_SECS}s, kept in $OUT/b for MUR_REPRO_STAGE=compare"
+    exit 0
+fi
+if [ "$STAGE" = compare ]; then
+    [ "$(cat "$OUT/b/tree" 2>/dev/null)" = "$TREE" ] ||
+        die "no build B of this source tree $TREE in $OUT/b: run MUR_REPRO_STAGE=b first"
+    B_SECS="$(cat "$OUT/b/secs") (built before)"
+    B_WORK=$(cat "$OUT/b/work")
+    build_a
+else
+    build_a
+    build_b
+    B_WORK=$WORK
+fi
+mkdir -p "$OUT/a"
+cp "$A/target/$TARGET/$PROFILE/mur" "$OUT/a/mur"
 SHA_A=$(sha256sum "$OUT/a/mur" | cut -d' ' -f1)
 SHA_B=$(sha256sum "$OUT/b/mur" | cut -d' ' -f1)
 {
@@ -145,7 +178,7 @@ SHA_B=$(sha256sum "$OUT/b/mur" | cut -d' ' -f1)
 
 # No absolute build path may survive in the binary.
 BAD=0
-for leak in "$WORK" "$SYSROOT" "$CARGO_HOME_A" "$ROOT"; do
+for leak in "$WORK" "$B_WORK" "$SYSROOT" "$CARGO_HOME_A" "$ROOT"; do
     if grep -qaF "$leak" "$OUT/a/mur" "$OUT/b/mur"; then
         say "the binary contains the build path $leak, e.g.:"
         grep -aoF "$leak" -m1 "$OUT/a/mur" "$OUT/b/mur" | head -1 >&2
