@@ -16,11 +16,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-#[path = "../tests/it/support/clean.rs"]
-mod clean;
+use mur_test::clean;
 
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::measure;
 
 /// Admissions per measurement (one in a smoke run).
 fn runs() -> usize {

@@ -29,10 +29,8 @@ use mur::credential::FormationKey;
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, WorkReceiver};
 use tokio_util::sync::CancellationToken;
 
-#[path = "../tests/it/support/guests.rs"]
-mod guests;
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::guests;
+use mur_test::measure;
 
 fn main() {
     let iters: usize = measure::knob("MUR_BENCH_ITERS", 2000, 20);

@@ -24,12 +24,9 @@ use std::time::{Duration, Instant};
 use mur::agent::ToolCall;
 use mur::component::{Catalog, Grants, Host};
 
-#[path = "../tests/it/support/clean.rs"]
-mod clean;
-#[path = "../tests/it/support/guests.rs"]
-mod guests;
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::clean;
+use mur_test::guests;
+use mur_test::measure;
 
 use measure::median;
 use serde_json::json;

@@ -20,8 +20,7 @@ use mur::credential::{FormationKey, Verifier};
 use mur::door::{Acceptance, Door, DoorConfig, FormationMember, Limits, WorkReceiver};
 use serde_json::json;
 
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::measure;
 
 const CONCURRENCY: usize = 32;
 

@@ -21,10 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-#[path = "../tests/it/support/clean.rs"]
-mod clean;
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::clean;
+use mur_test::measure;
 
 use measure::median;
 use serde_json::json;

@@ -26,10 +26,8 @@ use mur::delegation::{DelegationConfig, Delegations};
 use mur::shell::{self, ShellConfig};
 use tokio_util::sync::CancellationToken;
 
-#[path = "../tests/it/support/clean.rs"]
-mod clean;
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::clean;
+use mur_test::measure;
 
 fn main() {
     let iters: usize = measure::knob("MUR_BENCH_ITERS", 500, 5);

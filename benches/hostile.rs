@@ -23,10 +23,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-#[path = "../tests/it/support/clean.rs"]
-mod clean;
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::clean;
+use mur_test::measure;
 
 struct Session(Child);
 

@@ -28,10 +28,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-#[path = "../tests/it/support/clean.rs"]
-mod clean;
-#[path = "support/measure.rs"]
-mod measure;
+use mur_test::clean;
+use mur_test::measure;
 
 use measure::{Conn, load, vm_rss_mib};
 

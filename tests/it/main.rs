@@ -1,5 +1,6 @@
 //! The integration tests, one binary (as ripgrep's tests/tests.rs and uv's
-//! tests/it/main.rs): one link step, one harness in `support`, one module per area.
+//! tests/it/main.rs): one link step, one module per area, one harness: the crate
+//! crates/mur-test, named `support` here.
 
 // Tests use some of the dev-dependencies each, and print what a failure needs.
 #![allow(
@@ -9,7 +10,7 @@
     clippy::print_stderr
 )]
 
-mod support;
+use mur_test as support;
 
 mod a2a_sdk;
 mod a2a_wire;

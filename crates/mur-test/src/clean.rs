@@ -1,13 +1,38 @@
 //! The real `mur` with none of the caller's own `MURMUR_*` or `MUR_TEST_*` variables: a
 //! test or bench run inside a formation member must not become one, and a developer's
 //! test settings must not leak in. Nor with cargo's `LD_LIBRARY_PATH` (`as_installed`).
-//! Shared with benches/ (`#[path]`), which measure the spec's real limits and so add no
-//! time scale.
+//! Benches use it as it is: they measure the spec's real limits and so add no time scale.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
-pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
+/// The `mur` cargo built for this test or bench binary. `env!("CARGO_BIN_EXE_mur")` is
+/// set only when cargo compiles mur's own tests and benches, not this crate, so it is
+/// read where it is also set at run time (nextest sets it), else found where cargo puts
+/// it: beside the folder of the running test binary (`target/<profile>/deps/it-…` has
+/// `target/<profile>/mur`).
+pub fn mur_built() -> &'static PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("CARGO_BIN_EXE_mur") {
+            return PathBuf::from(bin);
+        }
+        let exe = std::env::current_exe().expect("the running test binary's path");
+        let mut dir = exe.parent().expect("a folder").to_path_buf();
+        if dir.ends_with("deps") {
+            dir.pop();
+        }
+        let bin = dir.join("mur");
+        assert!(
+            bin.is_file(),
+            "no mur binary at {} (cargo builds it for mur's own tests and benches; set CARGO_BIN_EXE_mur to name another)",
+            bin.display()
+        );
+        bin
+    })
+}
 
 /// The `mur` to run: cargo's, or in a bench the one `MUR_BENCH_BIN` names. `just bench`
 /// names `cargo build --release`'s, the build `cargo install` gives: the one `cargo
@@ -21,7 +46,7 @@ pub fn mur_bin() -> OsString {
     {
         return bin;
     }
-    MUR.into()
+    mur_built().into()
 }
 
 pub fn clean_mur() -> Command {

@@ -1,7 +1,5 @@
-//! What the benchmarks measure with, shared by each (`#[path]`-included): a process's
+//! What the benchmarks measure with, shared by each: a process's
 //! RSS and CPU time, the load average, medians, and a kept-alive HTTP/1.1 connection.
-
-#![allow(dead_code)] // each bench uses its own part
 
 use std::time::Duration;
 

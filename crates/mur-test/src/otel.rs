@@ -18,7 +18,7 @@ pub fn python() -> PathBuf {
     static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     READY
         .get_or_init(|| {
-            let venv = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv"));
+            let venv = crate::repo_root().join(".venv");
             let python = venv.join("bin/python");
             let imports = || {
                 Command::new(&python)
@@ -61,9 +61,10 @@ pub fn python() -> PathBuf {
 /// Parses `otlp` (OTLP/JSON lines) with the official schema; panics with the
 /// schema's refusal. Returns check.py's summary: `lines`, and every span as read.
 pub fn parse(otlp: &str) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otel/check.py");
+    let script = crate::repo_root().join("tests/otel/check.py");
     let mut child = Command::new(python())
-        .args([script, "-"])
+        .arg(script)
+        .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,14 +1,18 @@
-//! The one harness of the integration tests: a `World` (a temporary HOME and project,
-//! and the real `mur` run in them with a clean environment), plus one submodule per
-//! kind of fixture: `session` (sessions as real processes, a launcher's side of a
-//! formation), `door` (a real door on 127.0.0.1), `call_member` (doors running the
-//! agent loop), `fake` (stand-in members for the launcher).
+//! The one harness of mur's tests (as uv's `uv-test`), shared by tests/it (as
+//! `support`), benches/ and e2e/: a `World` (a temporary HOME and project, and the real
+//! `mur` run in them with a clean environment), plus one submodule per kind of
+//! fixture: `session` (sessions as real processes, a launcher's side of a formation),
+//! `door` (a real door on 127.0.0.1), `call_member` (doors running the agent loop),
+//! `fake` (stand-in members for the launcher), `guests` (the WASM components),
+//! `otel` (the OpenTelemetry checker), `clean` (the `mur` binary with a clean
+//! environment) and `measure` (what the benchmarks measure with).
 
 pub mod call_member;
-mod clean;
+pub mod clean;
 pub mod door;
 pub mod fake;
 pub mod guests;
+pub mod measure;
 pub mod otel;
 pub mod session;
 
@@ -21,6 +25,13 @@ use std::process::Command;
 pub use assert_cmd::prelude::*;
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
+
+/// The repository's root (this crate is crates/mur-test): fixtures, scripts and the
+/// WASM guests' workspace are found from it.
+pub fn repo_root() -> &'static Path {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir.parent().and_then(Path::parent).unwrap()
+}
 
 /// The one scale every `mur` the tests start puts on the spec's waits
 /// (`MUR_TEST_TIME_SCALE`, src/timing.rs): 20 s become 1 s, 25 s become 1.25 s.

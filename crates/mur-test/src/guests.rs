@@ -1,8 +1,7 @@
 //! The WASM guests of components/ (docs/components.md), built once per test or bench
 //! process by scripts/guests.sh (`cargo build --release --target wasm32-wasip2` in that
 //! workspace), or once per run by nextest's setup script, which names their folder in
-//! `MUR_GUESTS_DIR` (.config/nextest.toml). Shared by tests/it and benches/components.rs
-//! (`#[path]`).
+//! `MUR_GUESTS_DIR` (.config/nextest.toml). Shared by tests/it and benches/.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,7 +32,7 @@ fn built() -> &'static Path {
 }
 
 fn build() -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::repo_root();
     let out = Command::new("bash")
         .arg(root.join("scripts/guests.sh"))
         .env_remove("NEXTEST_ENV")

@@ -25,7 +25,7 @@ impl Fakes {
         let config = serde_json::json!({"events_dir": events, "members": members});
         let config_path = dir.join("fake-config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_member.py");
+        let fixture = crate::repo_root().join("tests/fixtures/fake_member.py");
         let program = dir.join("fake-member.sh");
         std::fs::write(
             &program,
