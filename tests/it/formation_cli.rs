@@ -12,7 +12,9 @@ use crate::support::fake::{Fakes, gone, wait_gone};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
+use crate::support::session::wait_for;
 use crate::support::{self, KillOnDrop, World};
+use serde_json::Value;
 
 /// A scaffolded team installed in a world, its members stand-ins.
 struct Team {
@@ -323,4 +325,143 @@ fn retention_removes_the_oldest_formation_with_the_spec_s_line() {
         after, before,
         "the current formation's directory outlives its launch"
     );
+}
+
+/// `mur new --roster team`, installed; `alone`: the roster keeps only the entry member.
+fn scaffolded_team(alone: bool) -> (World, std::path::PathBuf) {
+    let w = World::new();
+    let ok = crate::support::ok;
+    ok(w.mur().args(["new", "--roster", "team"]));
+    let project = w.proj.join("team");
+    ok(w.mur_in(&project).args(["install", "lead", "helper"]));
+    if alone {
+        std::fs::write(
+            project.join("roster.yaml"),
+            "roster_version: 1\nmembers:\n  - name: lead\n    capsule: local/team-lead\n    version: 0.1.0\n    entry: true\n",
+        )
+        .unwrap();
+        // A roster edited by hand is approved before it launches (docs/approval.md).
+        ok(w.mur_in(&project).arg("approve"));
+    }
+    (w, project)
+}
+
+#[test]
+fn stop_reaches_a_formation_that_has_no_formation_json() {
+    // A roster with no peers makes no formation directory and no marker (1a).
+    let (w, project) = scaffolded_team(true);
+    let (mut launcher, ready) = w.launch_json(&project);
+    let frm = ready["formation_id"].as_str().unwrap();
+    assert!(!w.home.join(".murmur/formations").join(frm).exists());
+    let stop = w.mur().args(["stop", frm]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&stop.stderr);
+    assert_eq!(stop.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the launcher of {frm} (pid {})", launcher.id())),
+        "{stderr}"
+    );
+    let mut status = None;
+    wait_for("the launcher to exit", || {
+        status = launcher.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(0));
+    let again = w.mur().args(["stop", frm]).output().unwrap();
+    assert_eq!(again.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already ended"));
+}
+
+#[test]
+fn the_deadline_counts_from_the_launcher_s_start_not_the_end_of_admission() {
+    // A large member makes admission take a while: it hashes every artifact (1b).
+    let w = World::new();
+    let ok = crate::support::ok;
+    ok(w.mur().args(["new", "--roster", "team"]));
+    let project = w.proj.join("team");
+    let mut noise = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 12 << 20),
+        &mut noise,
+    )
+    .unwrap();
+    std::fs::write(project.join("helper/big.bin"), noise).unwrap();
+    ok(w.mur_in(&project).args(["install", "lead", "helper"]));
+    let t = std::time::Instant::now();
+    ok(w.mur_in(&project).arg("doctor"));
+    let admission = t.elapsed();
+    let fakes = crate::support::fake::Fakes::new(&w.root, &[("lead", "exit:0")]);
+    let deadline = Duration::from_secs(30);
+    let before = std::time::SystemTime::now();
+    let out = w
+        .mur_in(&project)
+        .args(["run", "--roster", "--task", "x", "--deadline", "30"])
+        .env("MUR_TEST_MEMBER_PROGRAM", &fakes.program)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let since = |ms: &Value| {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(ms.as_u64().unwrap());
+        at.duration_since(before).unwrap_or_default()
+    };
+    for member in ["lead", "helper"] {
+        let creds = &fakes.event(member, "started").unwrap()["credentials"];
+        let told = since(&creds["deadline_unix_ms"]);
+        // Counted from the launcher's start, the moment lies at most a little after
+        // `before + 30 s`; counted from the end of admission, `admission` later.
+        assert!(
+            told < deadline + admission / 2,
+            "{member} was told {told:?} after the launch began; admission took {admission:?}"
+        );
+        assert!(told >= deadline, "{member}: {told:?}");
+    }
+}
+
+#[test]
+fn a_formation_directory_removed_by_hand_takes_its_peers_traces_with_it() {
+    let (w, project) = scaffolded_team(false);
+    let out = w
+        .mur_in(&project)
+        .args(["run", "--roster", "--json", "--task", "Say hello."])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ready: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    let frm = ready["formation_id"].as_str().unwrap();
+    let id = |i: usize| {
+        ready["members"][i]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (lead, helper) = (id(0), id(1));
+    let show = |what: &str| w.mur().args(["trace", "show", what]).output().unwrap();
+    let both = String::from_utf8_lossy(&show(frm).stdout).into_owned();
+    assert!(both.contains(&lead) && both.contains(&helper), "{both}");
+    // 1c: removed by hand, the peers' traces go with it.
+    std::fs::remove_dir_all(w.home.join(".murmur/formations").join(frm)).unwrap();
+    let after = show(frm);
+    let text = String::from_utf8_lossy(&after.stdout);
+    assert_eq!(after.status.code(), Some(0));
+    assert!(!text.contains(&helper), "{text}");
+    assert!(
+        text.contains("session_start"),
+        "the entry member's trace: {text}"
+    );
+    assert!(!text.contains("== "), "one session, no headers: {text}");
+    let peer = show(&helper);
+    assert_eq!(peer.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&peer.stderr).contains("E-RUN-003"));
+    assert_eq!(show(&lead).status.code(), Some(0));
 }

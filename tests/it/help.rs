@@ -98,3 +98,33 @@ fn man_dir_that_cannot_be_made_is_e_cli_002() {
     assert!(err.contains("E-CLI-002"), "{err}");
     assert!(err.contains("not-a-folder"), "{err}");
 }
+
+#[test]
+fn completions_and_the_man_page_name_every_command() {
+    let w = World::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = w.mur().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        for command in ["run", "install", "trace", "doctor", "completions"] {
+            assert!(script.contains(command), "{shell} completes {command}");
+        }
+        // Each command's flags, added to the parser only when it is typed, too.
+        for flag in ["capsule-version", "follow"] {
+            assert!(script.contains(flag), "{shell} completes --{flag}");
+        }
+    }
+    let bad = w.mur().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let man = w.mur().arg("man").output().unwrap();
+    assert!(man.status.success());
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH mur"),
+        "{page}"
+    );
+    assert!(
+        page.contains("completions") && page.contains("doctor"),
+        "{page}"
+    );
+}

@@ -8,6 +8,8 @@ use mur::{Diagnostic, Result};
 use proptest::prelude::*;
 use rstest::rstest;
 
+use crate::support::World;
+
 /// Five lines: every case below it starts at line 6.
 const BASE: &str = "\
 name: coder
@@ -543,4 +545,51 @@ fn the_documented_examples_parse() {
     assert!(full.network.authentication.is_some());
     assert_eq!(full.lifecycle.holds(), 3);
     parse(blocks[1]).unwrap();
+}
+
+#[test]
+fn type_errors_are_worded_alike_in_the_roster_and_the_manifest() {
+    let w = World::new();
+    let refused = |cmd: &mut std::process::Command| {
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find(|l| l.starts_with("error["))
+            .unwrap()
+            .to_string()
+    };
+    std::fs::write(
+        w.proj.join("roster.yaml"),
+        "roster_version: abc\nmembers:\n  - {name: a, capsule: local/c, version: 1.0.0, entry: true}\n",
+    )
+    .unwrap();
+    let roster = refused(w.mur().arg("doctor"));
+    let capsule = w.proj.join("c");
+    std::fs::create_dir_all(&capsule).unwrap();
+    std::fs::write(
+        capsule.join("murmur.yaml"),
+        "name: c\nversion: 1.0.0\ndescription: a\nagent:\n  transport: builtin\ninference:\n  max_turns: abc\n",
+    )
+    .unwrap();
+    let manifest = refused(w.mur().args(["pack", "c"]));
+    // One shape: "`<field>` must be <what>, not <what it is>".
+    assert!(
+        roster.contains("`roster_version` must be the integer 1, not `abc`"),
+        "{roster}"
+    );
+    assert!(
+        manifest.contains("`inference.max_turns` must be a whole number, not `abc`"),
+        "{manifest}"
+    );
+    std::fs::write(
+        capsule.join("murmur.yaml"),
+        "name: c\nversion: 1.0.0\ndescription: [a]\nagent:\n  transport: builtin\n",
+    )
+    .unwrap();
+    let listed = refused(w.mur().args(["pack", "c"]));
+    assert!(
+        listed.contains("`description` must be a string, not a list"),
+        "{listed}"
+    );
 }

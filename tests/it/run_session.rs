@@ -681,3 +681,76 @@ fn a_dropped_session_handle_leaves_no_session_running() {
         "session {pid} still runs"
     );
 }
+
+/// The HTTP status a door answers `SendMessage` with, presenting `token`.
+fn status_with(door: &str, token: &str) -> u16 {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}]}}});
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        mur::door::client()
+            .build()
+            .unwrap()
+            .post(format!("{door}/"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    })
+}
+
+#[test]
+fn a_run_with_a_channel_but_no_lifeline_runs_as_any_mur_run() {
+    // 1d: the spec's member started by hand. Its channel holds real credentials, but
+    // without a lifeline it joins nothing: no formation_id, no formation tokens.
+    use crate::support::session::{Launcher, Session, installed_sha};
+    let w = World::new();
+    w.install(
+        "demo",
+        "exports:\n  peer_tasks:\n    accept: true\nnetwork:\n  authentication: {}\n",
+        None,
+    );
+    let mut l = Launcher::new();
+    let creds = l.credentials(&w, "coder", &[], &installed_sha(&w, "demo"));
+    l.send(creds);
+    let mut cmd = w.mur();
+    cmd.args([
+        "run",
+        "--capsule",
+        "local/demo",
+        "--capsule-version",
+        "1.0.0",
+        "--json",
+    ]);
+    l.attach(&mut cmd, false);
+    let s = Session::spawn(cmd);
+    let ready = s.ready();
+    assert!(ready.get("formation_id").is_none(), "{ready}");
+    let id = ready["session_id"].as_str().unwrap().to_string();
+    let door = ready["door"].as_str().unwrap();
+    // A token the formation's key issued for a call to this member is not taken.
+    assert_eq!(
+        status_with(door, l.key.issue("lead", "coder").expose()),
+        401
+    );
+    let trace = w.trace(&id);
+    assert!(trace[0].get("formation_id").is_none(), "{}", trace[0]);
+    assert!(trace[0].get("formation_member").is_none());
+    // Its running record names the formation, so mur stop <frm_id> reaches it.
+    let stop = w.mur().args(["stop", &l.formation()]).output().unwrap();
+    assert_eq!(
+        stop.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    let (code, stderr) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr.matches("W-RUN-007").count(), 1, "{stderr}");
+}
