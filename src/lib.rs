@@ -10,7 +10,10 @@
 /// with glibc's malloc a task spent about a fifth of its CPU allocating
 /// (docs/benchmarks.md). `no_thp`: without it idle RSS grew by 6 MiB of huge pages.
 /// `v2`: mimalloc 2, whose first allocations cost a session's start-up 6% less CPU
-/// than mimalloc 3's arena set-up, at the same throughput and RSS.
+/// than mimalloc 3's arena set-up, at the same throughput and RSS. The unit tests'
+/// build (`cfg(test)`) links the library a second time, through the harness crate
+/// mur-test, and that copy sets it: a binary has one.
+#[cfg(not(test))]
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

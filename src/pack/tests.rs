@@ -11,58 +11,14 @@ use super::archive::check_with;
 use super::*;
 use crate::catalogue::{self, Code};
 
-/// A murmur.yaml every manifest rule accepts.
-pub(crate) fn manifest_text(name: &str, version: &str) -> String {
-    format!(
-        "name: {name}\nversion: {version}\ndescription: A test capsule.\nagent:\n  transport: builtin\n"
-    )
-}
-
-/// A capsule source folder at `dir`: murmur.yaml, a note and an executable script.
-pub(crate) fn write_capsule(dir: &Path, name: &str, version: &str) {
-    std::fs::create_dir_all(dir.join("docs")).unwrap();
-    std::fs::write(dir.join("murmur.yaml"), manifest_text(name, version)).unwrap();
-    std::fs::write(dir.join("docs/notes.md"), "# Notes\n").unwrap();
-    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
-    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-}
+// The harness's capsule and zip makers: bytes and files only, no type of this build.
+use mur_test::{manifest_text, patch, write_capsule, zip_of};
 
 /// The bytes of a capsule packed from a fresh folder.
 pub(crate) fn packed(name: &str, version: &str) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     write_capsule(dir.path(), name, version);
     pack_dir(dir.path()).unwrap().bytes
-}
-
-/// A zip of the given entries, stored (not deflated) so names and sizes are easy to
-/// patch.
-pub(crate) fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
-    let options = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
-    for (name, data) in entries {
-        zip.start_file(*name, options).unwrap();
-        zip.write_all(data).unwrap();
-    }
-    zip.finish().unwrap().into_inner()
-}
-
-/// Replaces every occurrence of `from` by `to` (same length) in a zip's bytes: names
-/// sit in both the local header and the central directory.
-pub(crate) fn patch(mut bytes: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
-    assert_eq!(from.len(), to.len());
-    let mut hits = 0;
-    let mut i = 0;
-    while i + from.len() <= bytes.len() {
-        if &bytes[i..i + from.len()] == from {
-            bytes[i..i + from.len()].copy_from_slice(to);
-            hits += 1;
-            i += from.len();
-        } else {
-            i += 1;
-        }
-    }
-    assert!(hits > 0, "nothing to patch");
-    bytes
 }
 
 fn names(bytes: &[u8]) -> Vec<String> {
