@@ -6,7 +6,7 @@
         [--table docs/benchmarks.md]         # and the goal table between its markers
 
 RESULTS holds one JSON line per measured figure, {bench, figure, labels, value, unit,
-smoke}, appended by benches/support/measure.rs (`record`) when MUR_BENCH_OUT names it.
+smoke}, appended by crates/mur-test/src/measure.rs (`record`) when MUR_BENCH_OUT names it.
 Figures of one (bench, figure, labels) are runs: the report gives their median and
 their spread (min-max). A ratio's spread is the widest its two ranges allow.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the WASM guests of components/ (docs/components.md) for wasm32-wasip2 and
 # prints their folder: the one recipe for them. The tests run it once per test
-# process (tests/it/support/guests.rs), nextest's setup script once per run
+# process (crates/mur-test/src/guests.rs), nextest's setup script once per run
 # (.config/nextest.toml, which hands the folder to every test as MUR_GUESTS_DIR),
 # and `just examples` before it copies them into examples/.
 set -euo pipefail

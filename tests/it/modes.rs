@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The one clean-environment mur (tests/it/support), with this world's HOME.
+/// The one clean-environment mur (crates/mur-test), with this world's HOME.
 fn mur(home: &Path, cwd: &Path) -> Command {
     let mut cmd = crate::support::mur();
     cmd.env("HOME", home).current_dir(cwd).stdin(Stdio::null());
