@@ -304,6 +304,12 @@ pub struct Launcher {
     lifeline_read: Option<OwnedFd>,
 }
 
+impl Default for Launcher {
+    fn default() -> Self {
+        Launcher::new()
+    }
+}
+
 impl Launcher {
     pub fn new() -> Launcher {
         let (channel, channel_read) = channel::Writer::new().unwrap();
