@@ -36,7 +36,16 @@ async fn tool_calls_then_an_answer() {
     assert_eq!(completed(&run.send("echo hi").await), "done");
     let bodies = s.bodies();
     assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["model"], "m");
+    assert_eq!(
+        bodies[0]["messages"][0],
+        json!({"role": "system", "content": "[Capsule]\nname: x"})
+    );
     assert_eq!(bodies[0]["tools"][0]["function"]["name"], "echo");
+    // The model's call goes back as it came, then the tool's answer.
+    let call = &bodies[1]["messages"][2]["tool_calls"][0];
+    assert_eq!(call["id"], "c1");
+    assert_eq!(call["function"]["arguments"], "{\"say\":\"hi\"}");
     assert_eq!(
         bodies[1]["messages"][3],
         json!({"role": "tool", "tool_call_id": "c1", "content": "echo \"hi\""})
