@@ -684,25 +684,8 @@ fn a_dropped_session_handle_leaves_no_session_running() {
 
 /// The HTTP status a door answers `SendMessage` with, presenting `token`.
 fn status_with(door: &str, token: &str) -> u16 {
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-        "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}]}}});
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        mur::door::client()
-            .build()
-            .unwrap()
-            .post(format!("{door}/"))
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    })
+    let params = serde_json::json!({"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}]}});
+    rpc_status(door, token, "SendMessage", params).0
 }
 
 #[test]

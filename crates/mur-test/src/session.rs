@@ -272,15 +272,22 @@ pub fn wait_harness(w: &World) -> String {
     found
 }
 
-/// One JSON-RPC call to a door with a bearer token.
+/// One JSON-RPC call to a door with a bearer token: its answer.
 pub fn rpc(door: &str, token: &str, method: &str, params: Value) -> Value {
+    let (status, answer) = rpc_status(door, token, method, params);
+    answer.unwrap_or_else(|| panic!("HTTP {status} with no JSON answer"))
+}
+
+/// One JSON-RPC call to a door with a bearer token: the HTTP status, and the answer
+/// where it is JSON (a refused token may have none).
+pub fn rpc_status(door: &str, token: &str, method: &str, params: Value) -> (u16, Option<Value>) {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        mur::door::client()
+        let response = mur::door::client()
             .build()
             .unwrap()
             .post(format!("{door}/"))
@@ -288,10 +295,10 @@ pub fn rpc(door: &str, token: &str, method: &str, params: Value) -> Value {
             .json(&body)
             .send()
             .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
+            .unwrap();
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.unwrap();
+        (status, serde_json::from_slice(&bytes).ok())
     })
 }
 
