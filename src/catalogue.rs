@@ -240,7 +240,10 @@ catalogue! {
         "To have a member report to the entry member, let the entry member call it.";
     W_ROS_001 = "W-ROS-001", "More callers than a member holds",
         "More members may call this member than its lifecycle holds tasks at once; calls may wait for it.",
-        "Set lifecycle.task_acceptance: queue and lifecycle.queue_depth to the number the warning names, in that member's murmur.yaml.";
+        "Set lifecycle.task_acceptance: queue and lifecycle.queue_depth to the number the warning names, in that member's murmur.yaml, then `mur sync`; on a wait cycle (W-ROS-002), break the cycle instead.";
+    W_ROS_002 = "W-ROS-002", "Wait cycle",
+        "Reachability has a cycle whose members all wait for their calls' answers: a call round it reaches a member busy with the task that waits on it. At run time such a call fails at once, naming the chain.",
+        "Drop one edge of the cycle from reachability, or set inference.max_turns: 2 on one of its members; no task_acceptance or queue_depth breaks a cycle.";
 
     // ---- E-REC: a session's records, trace and running record ---------------
     E_REC_001 = "E-REC-001", "Records cannot be written",

@@ -51,6 +51,8 @@ pub struct Peers {
     doors: watch::Sender<BTreeMap<MemberName, Url>>,
     allow: RwLock<Vec<String>>,
     door_wait: Duration,
+    /// This member's own roster name: the last link of each call's wait chain.
+    me: Option<MemberName>,
     pub(crate) client: reqwest::Client,
 }
 
@@ -82,6 +84,7 @@ impl Peers {
             doors: watch::Sender::new(BTreeMap::new()),
             allow: RwLock::new(allow),
             door_wait: timing::scaled(timing::DOOR_URL_WAIT),
+            me: None,
             client,
         })
     }
@@ -91,6 +94,16 @@ impl Peers {
     pub fn with_door_wait(mut self, wait: Duration) -> Peers {
         self.door_wait = wait;
         self
+    }
+
+    /// This member's roster name, named in the wait chain its calls carry.
+    pub fn with_me(mut self, me: MemberName) -> Peers {
+        self.me = Some(me);
+        self
+    }
+
+    pub fn me(&self) -> Option<&MemberName> {
+        self.me.as_ref()
     }
 
     /// Sets `capabilities.network.allow` once the capsule is known (the channel's
