@@ -199,34 +199,15 @@ impl Peers {
         }
     }
 
-    /// W-RUN-008 at launch: the member may call others, but the reach rule lets no
-    /// call through. A door not yet known is at 127.0.0.1 on a port chosen at launch,
-    /// so only a port-less entry is sure to reach it.
+    /// W-RUN-008 at launch ([`network_warning`]), with the doors known so far.
     pub fn network_warning(&self, member: &str) -> Option<Diagnostic> {
-        if self.callees.is_empty() {
-            return None;
-        }
         let known = self.doors.borrow().clone();
-        let allow = self.allow().clone();
-        let reach = self.callees.iter().any(|c| match known.get(c) {
-            Some(door) => reaches(&allow, door),
-            None => reaches_host(&allow, DOOR_HOST, None),
-        });
-        (!reach).then(|| {
-            Diagnostic::new(
-                W_RUN_008,
-                format!(
-                    "member `{member}` may call {}, but its capabilities.network.allow ({}) reaches no door on localhost: every call it makes fails",
-                    self.callees.join(", "),
-                    if allow.is_empty() {
-                        "empty".to_string()
-                    } else {
-                        allow.join(", ")
-                    }
-                ),
-            )
-            .hint("Add `localhost` to capabilities.network.allow in the member's murmur.yaml.")
-        })
+        let callees: Vec<(&str, Option<&Url>)> = self
+            .callees
+            .iter()
+            .map(|c| (c.as_str(), known.get(c)))
+            .collect();
+        network_warning(member, &callees, &self.allow())
     }
 
     /// `MURMUR_FORMATION_PEERS`'s value for the member's components: each callee at
@@ -303,6 +284,40 @@ impl Peers {
 /// The one reach rule: whether an allow list (`host`, `*.domain`, `host:port`,
 /// `[v6]`, any letter case) reaches `url`. `localhost`, `127.0.0.1` and `[::1]` are
 /// one host: the loopback the doors are on.
+/// W-RUN-008: `member` may call `callees` (each with its door, when known), but
+/// `allow` lets no call through. A door not yet known is at 127.0.0.1 on a port chosen
+/// at launch, so only a port-less entry is sure to reach it. The member's own launch
+/// and `mur doctor` (with no door known) both ask this.
+pub fn network_warning(
+    member: &str,
+    callees: &[(&str, Option<&Url>)],
+    allow: &[String],
+) -> Option<Diagnostic> {
+    if callees.is_empty() {
+        return None;
+    }
+    let reach = callees.iter().any(|(_, door)| match door {
+        Some(door) => reaches(allow, door),
+        None => reaches_host(allow, DOOR_HOST, None),
+    });
+    let names: Vec<&str> = callees.iter().map(|(c, _)| *c).collect();
+    (!reach).then(|| {
+        Diagnostic::new(
+            W_RUN_008,
+            format!(
+                "member `{member}` may call {}, but its capabilities.network.allow ({}) reaches no door on localhost: every call it makes fails",
+                names.join(", "),
+                if allow.is_empty() {
+                    "empty".to_string()
+                } else {
+                    allow.join(", ")
+                }
+            ),
+        )
+        .hint("Add `localhost` to capabilities.network.allow in the member's murmur.yaml.")
+    })
+}
+
 pub fn reaches(allow: &[String], url: &Url) -> bool {
     match url.host_str() {
         Some(host) => reaches_host(allow, host, url.port_or_known_default()),

@@ -46,6 +46,7 @@ mod human_output_more;
 mod ids;
 mod kube;
 mod launch;
+mod launch_checks;
 mod lock_cli;
 mod lock_refusal;
 mod manifest;
