@@ -262,6 +262,9 @@ impl Peers {
         headers.remove(TRUST_HEADER);
         headers.remove(crate::trace::context::TRACEPARENT);
         headers.remove(crate::trace::context::TRACESTATE);
+        // Only the runtime says which tasks wait on a call; a component's own
+        // requests carry no chain (docs/design/call-member.md, Wait cycles).
+        headers.remove(crate::door::chain::CHAIN_HEADER);
         let token = self
             .token(member)
             .ok_or_else(|| self.not_callable(member))?;
@@ -281,9 +284,6 @@ impl Peers {
     }
 }
 
-/// The one reach rule: whether an allow list (`host`, `*.domain`, `host:port`,
-/// `[v6]`, any letter case) reaches `url`. `localhost`, `127.0.0.1` and `[::1]` are
-/// one host: the loopback the doors are on.
 /// W-RUN-008: `member` may call `callees` (each with its door, when known), but
 /// `allow` lets no call through. A door not yet known is at 127.0.0.1 on a port chosen
 /// at launch, so only a port-less entry is sure to reach it. The member's own launch
@@ -318,6 +318,9 @@ pub fn network_warning(
     })
 }
 
+/// The one reach rule: whether an allow list (`host`, `*.domain`, `host:port`,
+/// `[v6]`, any letter case) reaches `url`. `localhost`, `127.0.0.1` and `[::1]` are
+/// one host: the loopback the doors are on.
 pub fn reaches(allow: &[String], url: &Url) -> bool {
     match url.host_str() {
         Some(host) => reaches_host(allow, host, url.port_or_known_default()),
