@@ -153,6 +153,7 @@ async fn call_member(iters: usize, peers: &Arc<Peers>) -> Vec<Duration> {
             config: CallConfig::default(),
             span: None,
             session_deadline: None,
+            chain: None,
         });
         let start = Instant::now();
         let told = calls.call("c1", "coder", "write it").await;
@@ -213,6 +214,7 @@ async fn component(
         config: CallConfig::default(),
         span: None,
         session_deadline: None,
+        chain: None,
     });
     let tools = host.tools(Trust::Trusted, Some(calls)).await;
     let call = ToolCall {

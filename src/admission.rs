@@ -15,6 +15,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::catalogue::{E_ROS_005, E_ROS_006, E_ROS_007, W_ROS_001};
+
+mod cycles;
 use crate::diag::{Diagnostic, Result};
 use crate::ids::MemberName;
 use crate::lock::{self, Lock};
@@ -138,6 +140,7 @@ pub fn admit_report(roster_path: &Path) -> Result<Admitted, Refusal> {
     let edges = edges(&roster, &accepts);
     doors_authenticate(&roster, &bound, &edges)?;
     let mut warnings = crowded(&roster, &bound, &edges);
+    warnings.extend(wait_cycles(&roster, &bound, &edges));
     for (installed, manifest) in &bound {
         warnings.extend(manifest.credential_warnings(&installed.path));
     }
@@ -205,7 +208,8 @@ fn bind(roster: &Roster, project: &Path) -> Result<Vec<(Installed, Manifest)>, R
                     inline(&d)
                 ),
                 format!(
-                    "Fix the capsule's murmur.yaml, then install it again with `mur install`. \
+                    "Fix the capsule's murmur.yaml, then install it again: `mur sync` in the roster's \
+                     folder, or `mur install --force <folder>`. \
                      ({})",
                     d.hint_text()
                 ),
@@ -318,7 +322,7 @@ fn callees_serve_peers(
             .at(roster.location(at))
             .hint(format!(
                 "Declare `exports: {{peer_tasks: {{accept: true}}}}` in {}'s murmur.yaml and \
-                 install it again, or remove `{}` from the rule's `to`.",
+                 run `mur sync`, or remove `{}` from the rule's `to`.",
                 installed.name, m.name
             ));
             return Err(Refusal::new(diagnostic, member_fault(index, m)));
@@ -390,12 +394,22 @@ fn doors_authenticate(
         .at(roster.location(m.name_at))
         .hint(format!(
             "Declare `network: {{authentication: {{}}}}` (or list bearer_env) in {}'s \
-             murmur.yaml and install it again.",
+             murmur.yaml and run `mur sync`.",
             installed.name
         ));
         return Err(Refusal::new(diagnostic, member_fault(index, m)));
     }
     Ok(())
+}
+
+/// W-ROS-002 for each wait cycle that can deadlock.
+fn wait_cycles(
+    roster: &Roster,
+    bound: &[(Installed, Manifest)],
+    edges: &[(usize, usize)],
+) -> Vec<Diagnostic> {
+    let manifests: Vec<&Manifest> = bound.iter().map(|(_, m)| m).collect();
+    cycles::deadlocks(roster, &manifests, edges).1
 }
 
 /// W-ROS-001: each called member that more members may call than it holds tasks at
@@ -410,6 +424,8 @@ fn crowded(
     for &(from, to) in edges {
         callers_of[to].push(roster.members[from].name.as_str());
     }
+    let manifests: Vec<&Manifest> = bound.iter().map(|(_, m)| m).collect();
+    let (deadlocks, _) = cycles::deadlocks(roster, &manifests, edges);
     let mut warnings = Vec::new();
     for (index, (m, callers)) in roster.members.iter().zip(callers_of).enumerate() {
         let (installed, manifest) = &bound[index];
@@ -439,11 +455,22 @@ fn crowded(
                 ),
             )
             .at(roster.location(m.name_at))
-            .hint(format!(
-                "Set {change} in {}'s murmur.yaml and install it again; until then a call \
-                 that finds it busy waits for it.",
-                installed.name
-            )),
+            .hint(match deadlocks.iter().find(|c| c.contains(&index)) {
+                // A longer queue would make a call that closes the cycle wait unbounded.
+                Some(cycle) => format!(
+                    "`{}` is on the wait cycle {} (W-ROS-002): break that cycle first, as no \
+                     queue_depth does; then set {change} in {}'s murmur.yaml and run \
+                     `mur sync`.",
+                    m.name,
+                    cycles::named(roster, cycle),
+                    installed.name
+                ),
+                None => format!(
+                    "Set {change} in {}'s murmur.yaml and run `mur sync`; until then a call \
+                     that finds it busy waits for it.",
+                    installed.name
+                ),
+            }),
         );
     }
     warnings

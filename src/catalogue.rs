@@ -205,10 +205,13 @@ catalogue! {
         "Make the store writable (or free space), then install again.";
     E_STO_003 = "E-STO-003", "Other bytes already installed",
         "An artifact of the same name and version is already installed in this store with another sha256.",
-        "Give the capsule a new version, or replace the installed one with `mur install --force`.";
+        "Give the capsule a new version, or replace the installed one with `mur install --force`; in a roster project, `mur sync` reinstalls every member from its folder.";
     E_STO_004 = "E-STO-004", "Name or version cannot be stored",
         "An artifact name is not `<scope>/<name>` (lowercase letters, digits and `-`, starting with a letter), or its version is blank, longer than 64 characters, or holds a character other than letters, digits and `.+_-`.",
         "Give the capsule a plain name and a version such as 1.2.0.";
+    W_STO_001 = "W-STO-001", "Source differs from installed",
+        "A roster member's source folder beside the roster packs other bytes than the artifact admission bound it to, or no longer packs: the formation runs the installed bytes, not the edit.",
+        "Run `mur sync` in the roster's folder to install the folder's bytes (or fix the murmur.yaml it names first).";
     W_REG_001 = "W-REG-001", "Several versions installed",
         "The project store holds several versions of an artifact nothing asks for by version; `mur lock` pinned the highest.",
         "Name the version you want in roster.yaml or murmur.yaml, then run `mur lock` again.";
@@ -240,7 +243,10 @@ catalogue! {
         "To have a member report to the entry member, let the entry member call it.";
     W_ROS_001 = "W-ROS-001", "More callers than a member holds",
         "More members may call this member than its lifecycle holds tasks at once; calls may wait for it.",
-        "Set lifecycle.task_acceptance: queue and lifecycle.queue_depth to the number the warning names, in that member's murmur.yaml.";
+        "Set lifecycle.task_acceptance: queue and lifecycle.queue_depth to the number the warning names, in that member's murmur.yaml, then `mur sync`; on a wait cycle (W-ROS-002), break the cycle instead.";
+    W_ROS_002 = "W-ROS-002", "Wait cycle",
+        "Reachability has a cycle whose members all wait for their calls' answers: a call round it reaches a member busy with the task that waits on it. At run time such a call fails at once, naming the chain.",
+        "Drop one edge of the cycle from reachability, or set inference.max_turns: 2 on one of its members; no task_acceptance or queue_depth breaks a cycle.";
 
     // ---- E-REC: a session's records, trace and running record ---------------
     E_REC_001 = "E-REC-001", "Records cannot be written",
@@ -314,6 +320,9 @@ catalogue! {
     W_RUN_008 = "W-RUN-008", "Callees out of network reach",
         "The roster lets this member call others, but its capabilities.network.allow reaches no door on localhost, so every call it makes fails.",
         "Add `localhost` to capabilities.network.allow.";
+    W_RUN_020 = "W-RUN-020", "Formation already live here",
+        "`mur run --roster` found a formation of the same roster (launched from the same folder) still live; the new launch runs beside it, and both entry members work in the project folder.",
+        "Give the live formation the task with `mur send <frm_id>`, or stop it first with `mur stop <frm_id>`.";
     W_RUN_010 = "W-RUN-010", "Harness not confined",
         "The capsule's agent is a native harness (`transport: process`). Capabilities confine WASM components and mur's own calls; they do not confine a native process, which runs with the user's access to the network, files and programs.",
         "Run capsules whose harness you do not trust inside a container, a VM or as another user.";

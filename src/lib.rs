@@ -52,6 +52,7 @@ pub mod manifest;
 pub mod output;
 pub mod pack;
 pub(crate) mod paths;
+pub(crate) mod preflight;
 pub mod proc;
 pub(crate) mod readiness;
 pub(crate) mod records;

@@ -92,6 +92,10 @@ pub fn run(_args: &SyncArgs) -> Result<i32> {
 
 /// Every folder beside the roster that holds a murmur.yaml, packed in memory.
 fn sources_beside(project: &Path) -> Result<Vec<Ready>> {
+    source_dirs(project).iter().map(|d| prepare(d)).collect()
+}
+
+fn source_dirs(project: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(project)
         .into_iter()
         .flatten()
@@ -100,7 +104,63 @@ fn sources_beside(project: &Path) -> Result<Vec<Ready>> {
         .filter(|p| p.join("murmur.yaml").is_file())
         .collect();
     dirs.sort();
-    dirs.iter().map(|d| prepare(d)).collect()
+    dirs
+}
+
+/// W-STO-001, for `mur run --roster` and `mur doctor`: each member whose source
+/// folder beside the roster packs other bytes than admission bound it to, or no longer
+/// packs at all (a folder is a member's when it packs its capsule and version, or is
+/// named after the member or its capsule). The formation runs the installed bytes;
+/// `mur sync` installs the folder's (docs/store.md, Source and installed bytes).
+pub fn stale(admitted: &crate::admission::Admitted) -> Vec<Diagnostic> {
+    let mut warnings = Vec::new();
+    for dir in source_dirs(&admitted.project_dir) {
+        let folder = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let packed = prepare(&dir);
+        let member = admitted.members.iter().find(|m| match &packed {
+            Ok(r) => r.name == m.installed.name && r.version == m.installed.version,
+            Err(_) => m.name == folder.as_str() || m.installed.name == format!("local/{folder}"),
+        });
+        let Some(m) = member else { continue };
+        let i = &m.installed;
+        let message = match &packed {
+            Ok(r) if r.sha256 == i.sha256 => continue,
+            Ok(r) => format!(
+                "member `{}`: its source folder {} differs from the installed {} {} \
+                 (installed sha256 {}, the folder packs {}); the formation runs the \
+                 installed bytes",
+                m.name,
+                dir.display(),
+                i.name,
+                i.version,
+                i.sha256,
+                r.sha256
+            ),
+            Err(d) => format!(
+                "member `{}`: its source folder {} no longer packs ({}: {}{}); the \
+                 formation runs the installed {} {}",
+                m.name,
+                dir.display(),
+                d.code,
+                d.message,
+                d.location
+                    .as_ref()
+                    .map(|l| format!(", at {l}"))
+                    .unwrap_or_default(),
+                i.name,
+                i.version
+            ),
+        };
+        let hint = match &packed {
+            Ok(_) => "Run `mur sync` to install the folder's bytes, or undo the edit.".to_string(),
+            Err(_) => "Fix the folder's murmur.yaml, then run `mur sync`.".to_string(),
+        };
+        warnings.push(Diagnostic::new(crate::catalogue::W_STO_001, message).hint(hint));
+    }
+    warnings
 }
 
 /// Rewrites murmur.lock when what it should pin changed; says what. Returns the

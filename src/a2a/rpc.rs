@@ -32,6 +32,9 @@ pub const VERSION_NOT_SUPPORTED: i64 = -32009;
 /// tasks as its lifecycle allows (`single`: one; `queue`: one plus `queue_depth`).
 /// A caller may retry later; nothing was created.
 pub const MEMBER_BUSY: i64 = -32050;
+/// mur's own code: the call would close a wait cycle (a task of this member is
+/// waiting on the call), so it could never be taken; nothing was created.
+pub const WAIT_CYCLE: i64 = -32051;
 
 /// A JSON-RPC request id: a string or an integer (mur refuses other shapes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +113,22 @@ impl RpcError {
             format!("Protocol version {version:?} is not supported; this door speaks 1.0"),
         )
         .reason("VERSION_NOT_SUPPORTED", A2A_DOMAIN)
+    }
+    /// `cycle`: `a → b → a`, the member refusing first and last.
+    pub fn wait_cycle(cycle: &str) -> Self {
+        let mut e = RpcError::new(
+            WAIT_CYCLE,
+            format!(
+                "Wait cycle {cycle}: this member's task is waiting on the call, so it could \
+                 never take it; the call was refused at once (W-ROS-002)"
+            ),
+        );
+        e.data = Some(json!([{
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "WAIT_CYCLE",
+            "domain": MUR_DOMAIN,
+        }]));
+        e
     }
     pub fn busy(holds: u32) -> Self {
         let mut e = RpcError::new(

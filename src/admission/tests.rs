@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use rstest::rstest;
 
 use super::*;
-use crate::catalogue::Code;
+use crate::catalogue::{Code, W_ROS_002};
 use crate::store::StoreKind;
 
 /// A member's manifest: `p` serves peers, `a` declares authentication, `qN` queues N.
@@ -247,4 +247,57 @@ fn admitted_answers_entry_callees_and_callers() {
         Some("local/c")
     );
     assert!(admitted.member("zz").is_none());
+}
+
+// ---- W-ROS-002 ------------------------------------------------------------------
+
+#[test]
+fn every_elementary_cycle_is_found_once() {
+    // 0→1→0, 1→2→1, 0→1→2→0; 3 is on no cycle.
+    let edges = [(0, 1), (1, 0), (1, 2), (2, 1), (2, 0), (2, 3)];
+    let mut found = cycles::cycles(4, &edges);
+    found.sort();
+    assert_eq!(found, vec![vec![0, 1], vec![0, 1, 2], vec![1, 2]]);
+    assert!(cycles::cycles(3, &[(0, 1), (1, 2)]).is_empty());
+}
+
+#[test]
+fn a_crowded_member_on_a_wait_cycle_is_told_to_break_it_not_to_queue() {
+    // `all`: e calls b and c, and b and c call each other.
+    let (roster, bound) = setup(&["e:pa", "b:pa", "c:pa"], "reachability: all\n");
+    let edges = edges(&roster, &accepts(&bound));
+    let cycles = wait_cycles(&roster, &bound, &edges);
+    assert_eq!(cycles.len(), 1);
+    assert_eq!(cycles[0].code, W_ROS_002);
+    assert!(
+        cycles[0].message.contains("wait cycle b → c → b"),
+        "{}",
+        cycles[0]
+    );
+    assert!(
+        cycles[0]
+            .hint_text()
+            .contains("drop `b` from the `to` of `c`")
+    );
+    let crowded = crowded(&roster, &bound, &edges);
+    assert_eq!(crowded.len(), 2);
+    for w in &crowded {
+        assert!(
+            w.hint_text().contains("wait cycle b → c → b (W-ROS-002)"),
+            "{w}"
+        );
+        assert!(w.hint_text().contains("break that cycle first"), "{w}");
+    }
+}
+
+#[test]
+fn a_member_with_too_few_turns_to_wait_breaks_the_cycle() {
+    let (roster, mut bound) = setup(&["e:pa", "b:pa", "c:pa"], "reachability: all\n");
+    bound[2].1.inference.max_turns = 2;
+    let edges = edges(&roster, &accepts(&bound));
+    assert!(wait_cycles(&roster, &bound, &edges).is_empty());
+    for w in crowded(&roster, &bound, &edges) {
+        assert!(w.hint_text().contains("run `mur sync`"), "{w}");
+        assert!(!w.hint_text().contains("W-ROS-002"), "{w}");
+    }
 }

@@ -25,6 +25,14 @@ pub struct AgentSpec {
 }
 
 /// What the loop asks when the model's turn ends with an answer while an
+/// Whether a task with `max_turns` turns can ever wait for its calls' answers: it
+/// calls on one turn (which does not answer) and answers on a later one that is not
+/// its last, so it needs three. Admission's wait cycles and the wait chain a call
+/// carries both follow this (docs/design/call-member.md, Wait cycles).
+pub fn waits_for_answers(max_turns: u32) -> bool {
+    max_turns >= 3
+}
+
 /// `inference.max_turns` turn is still left: call-member's answers
 /// ([`crate::call_member::Calls`] implements it). Attached with [`Agent::with_turn_end`].
 pub trait TurnEnd: Send + Sync {

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use artifact::{Artifact, FileContent, Part};
 pub use config::{HttpConfig, ProcessConfig, TransportConfig, transport};
-pub use looping::{Agent, AgentSpec, RESULT_LIMIT, TurnEnd};
+pub use looping::{Agent, AgentSpec, RESULT_LIMIT, TurnEnd, waits_for_answers};
 pub use prompt::{PromptParts, system_prompt};
 
 /// Where a streaming transport hands the model's text as it arrives: each piece, then

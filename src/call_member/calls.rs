@@ -11,6 +11,7 @@ use super::{CallConfig, CallError, Peers, Routed, Trust, cut};
 use crate::a2a;
 use crate::agent::awaited::{Awaited, Pending, Reply};
 use crate::agent::{BoxFuture, ToolOutput, TurnEnd};
+use crate::door::chain::CallChain;
 use crate::fence::{self, Answer};
 use crate::trace::context::SpanContext;
 use crate::trace::{Event, RecordedState, TraceWriter};
@@ -30,6 +31,10 @@ pub struct CallsSpec {
     pub span: Option<SpanContext>,
     /// The session's deadline (`--deadline`): no offer is made past it.
     pub session_deadline: Option<Instant>,
+    /// The tasks waiting on the calling task; each call carries it on, with the
+    /// calling task added (`crate::door::chain`). `None`: the calling task never
+    /// waits for an answer, so nothing waits through its calls.
+    pub chain: Option<CallChain>,
 }
 
 /// One task's calls. Shared by its `CallMember` tool and its agent loop.
@@ -102,6 +107,16 @@ impl Calls {
         self.spec.span
     }
 
+    /// The chain each call carries: the calling task's, with the calling task last.
+    fn chain(&self) -> Option<String> {
+        let me = self.spec.peers.me()?;
+        self.spec
+            .chain
+            .as_ref()?
+            .then(me.as_str(), &self.spec.task_id)
+            .header_value()
+    }
+
     /// Call `idx`'s client span.
     fn span_of(&self, idx: usize) -> Option<SpanContext> {
         self.lock().get(idx).and_then(|e| e.span)
@@ -130,6 +145,7 @@ impl Calls {
             token: self.spec.peers.token(member)?,
             trust: self.spec.trust,
             span,
+            chain: self.chain(),
         })
     }
 

@@ -24,6 +24,8 @@ pub(crate) struct DoorClient<'a> {
     pub trust: Trust,
     /// The call's client span: sent as `traceparent`.
     pub span: Option<crate::trace::context::SpanContext>,
+    /// `x-murmur-call-chain` (`crate::door::chain`): the tasks waiting on this call.
+    pub chain: Option<String>,
 }
 
 /// How a SendMessage went.
@@ -42,6 +44,9 @@ impl DoorClient<'_> {
         let mut request = self.client.post(self.url.clone());
         if let Some(span) = &self.span {
             request = request.header(crate::trace::context::TRACEPARENT, span.traceparent());
+        }
+        if let Some(chain) = &self.chain {
+            request = request.header(crate::door::chain::CHAIN_HEADER, chain);
         }
         request
             .header(AUTHORIZATION, auth)

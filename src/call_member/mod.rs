@@ -27,7 +27,9 @@ use crate::agent::{self, BoxFuture, Tool, ToolCall, ToolOutput};
 pub use crate::fence::Answer;
 pub use crate::virtual_address::{VIRTUAL_DOMAIN, is_virtual_host, virtual_member};
 pub use calls::{Calls, CallsSpec};
-pub use peers::{PEERS_ENV, Peers, Routed, reaches, reaches_host, split_host_port};
+pub use peers::{
+    PEERS_ENV, Peers, Routed, network_warning, reaches, reaches_host, split_host_port,
+};
 
 pub use crate::door::trust::{ORIGIN_HEADER, ORIGIN_PEER, TRUST_HEADER, Trust};
 

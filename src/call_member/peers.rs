@@ -51,6 +51,8 @@ pub struct Peers {
     doors: watch::Sender<BTreeMap<MemberName, Url>>,
     allow: RwLock<Vec<String>>,
     door_wait: Duration,
+    /// This member's own roster name: the last link of each call's wait chain.
+    me: Option<MemberName>,
     pub(crate) client: reqwest::Client,
 }
 
@@ -82,6 +84,7 @@ impl Peers {
             doors: watch::Sender::new(BTreeMap::new()),
             allow: RwLock::new(allow),
             door_wait: timing::scaled(timing::DOOR_URL_WAIT),
+            me: None,
             client,
         })
     }
@@ -91,6 +94,16 @@ impl Peers {
     pub fn with_door_wait(mut self, wait: Duration) -> Peers {
         self.door_wait = wait;
         self
+    }
+
+    /// This member's roster name, named in the wait chain its calls carry.
+    pub fn with_me(mut self, me: MemberName) -> Peers {
+        self.me = Some(me);
+        self
+    }
+
+    pub fn me(&self) -> Option<&MemberName> {
+        self.me.as_ref()
     }
 
     /// Sets `capabilities.network.allow` once the capsule is known (the channel's
@@ -186,34 +199,15 @@ impl Peers {
         }
     }
 
-    /// W-RUN-008 at launch: the member may call others, but the reach rule lets no
-    /// call through. A door not yet known is at 127.0.0.1 on a port chosen at launch,
-    /// so only a port-less entry is sure to reach it.
+    /// W-RUN-008 at launch ([`network_warning`]), with the doors known so far.
     pub fn network_warning(&self, member: &str) -> Option<Diagnostic> {
-        if self.callees.is_empty() {
-            return None;
-        }
         let known = self.doors.borrow().clone();
-        let allow = self.allow().clone();
-        let reach = self.callees.iter().any(|c| match known.get(c) {
-            Some(door) => reaches(&allow, door),
-            None => reaches_host(&allow, DOOR_HOST, None),
-        });
-        (!reach).then(|| {
-            Diagnostic::new(
-                W_RUN_008,
-                format!(
-                    "member `{member}` may call {}, but its capabilities.network.allow ({}) reaches no door on localhost: every call it makes fails",
-                    self.callees.join(", "),
-                    if allow.is_empty() {
-                        "empty".to_string()
-                    } else {
-                        allow.join(", ")
-                    }
-                ),
-            )
-            .hint("Add `localhost` to capabilities.network.allow in the member's murmur.yaml.")
-        })
+        let callees: Vec<(&str, Option<&Url>)> = self
+            .callees
+            .iter()
+            .map(|c| (c.as_str(), known.get(c)))
+            .collect();
+        network_warning(member, &callees, &self.allow())
     }
 
     /// `MURMUR_FORMATION_PEERS`'s value for the member's components: each callee at
@@ -268,6 +262,9 @@ impl Peers {
         headers.remove(TRUST_HEADER);
         headers.remove(crate::trace::context::TRACEPARENT);
         headers.remove(crate::trace::context::TRACESTATE);
+        // Only the runtime says which tasks wait on a call; a component's own
+        // requests carry no chain (docs/design/call-member.md, Wait cycles).
+        headers.remove(crate::door::chain::CHAIN_HEADER);
         let token = self
             .token(member)
             .ok_or_else(|| self.not_callable(member))?;
@@ -285,6 +282,40 @@ impl Peers {
             url: real,
         })
     }
+}
+
+/// W-RUN-008: `member` may call `callees` (each with its door, when known), but
+/// `allow` lets no call through. A door not yet known is at 127.0.0.1 on a port chosen
+/// at launch, so only a port-less entry is sure to reach it. The member's own launch
+/// and `mur doctor` (with no door known) both ask this.
+pub fn network_warning(
+    member: &str,
+    callees: &[(&str, Option<&Url>)],
+    allow: &[String],
+) -> Option<Diagnostic> {
+    if callees.is_empty() {
+        return None;
+    }
+    let reach = callees.iter().any(|(_, door)| match door {
+        Some(door) => reaches(allow, door),
+        None => reaches_host(allow, DOOR_HOST, None),
+    });
+    let names: Vec<&str> = callees.iter().map(|(c, _)| *c).collect();
+    (!reach).then(|| {
+        Diagnostic::new(
+            W_RUN_008,
+            format!(
+                "member `{member}` may call {}, but its capabilities.network.allow ({}) reaches no door on localhost: every call it makes fails",
+                names.join(", "),
+                if allow.is_empty() {
+                    "empty".to_string()
+                } else {
+                    allow.join(", ")
+                }
+            ),
+        )
+        .hint("Add `localhost` to capabilities.network.allow in the member's murmur.yaml.")
+    })
 }
 
 /// The one reach rule: whether an allow list (`host`, `*.domain`, `host:port`,

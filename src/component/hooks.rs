@@ -108,6 +108,7 @@ impl Host {
                 config: crate::call_member::CallConfig::default(),
                 span: None,
                 session_deadline: None,
+                chain: None,
             })
         });
         let sender = calls.clone().map(|calls| super::message::Sender {

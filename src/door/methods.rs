@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::response::Response;
 use tokio::sync::{broadcast, mpsc};
 
+use super::chain::CallChain;
 use super::rpc::{Call, Shared, frame, json_bytes, params, rpc_error, sse};
 use super::tasks::trim_history;
 use super::trust::Trust;
@@ -22,7 +23,7 @@ const STREAM_BUFFER: usize = 64;
 pub(crate) async fn dispatch(
     s: Arc<Shared>,
     caller: Credential,
-    origin: (Trust, TaskSpan),
+    origin: (Trust, TaskSpan, CallChain),
     call: Call,
 ) -> Response {
     let id = call.id.clone();
@@ -112,7 +113,7 @@ fn check_message(m: &Message) -> Result<(), RpcError> {
 async fn send_message(
     s: &Arc<Shared>,
     caller: Credential,
-    (trust, span): (Trust, TaskSpan),
+    (trust, span, chain): (Trust, TaskSpan, CallChain),
     call: Call,
     streaming: bool,
 ) -> Result<Response, RpcError> {
@@ -124,6 +125,16 @@ async fn send_message(
         let (handle, state) = s.store.reply(&caller, &id, req.message)?;
         (handle.id().clone(), state)
     } else {
+        // Before the busy check: a member busy with the task that waits on this call
+        // would otherwise be offered it until the call's deadline.
+        let live = |id: &a2a::TaskId| {
+            s.store
+                .snapshot(id)
+                .is_some_and(|t| !t.status.state.is_terminal())
+        };
+        if let Some(cycle) = chain.closes(live) {
+            return Err(RpcError::wait_cycle(&cycle));
+        }
         let created = s.store.create(caller.clone(), req.message.clone())?;
         let task_id = created.snapshot.id.clone();
         let mut message = req.message;
@@ -136,6 +147,7 @@ async fn send_message(
             caller: caller.clone(),
             trust,
             span,
+            chain,
             cancel: created.handle.cancellation().clone(),
             handle: created.handle,
         };

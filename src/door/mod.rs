@@ -25,6 +25,7 @@
 //! What each request gets, and why, is in `docs/design/door.md`.
 
 mod auth;
+pub mod chain;
 mod connections;
 mod methods;
 mod operator;
@@ -275,6 +276,8 @@ pub struct Work {
     /// The task's span: in its caller's trace when the caller holds the operator or a
     /// formation token (`trust::task_span`).
     pub span: crate::trace::context::TaskSpan,
+    /// The tasks waiting on this one (`chain::CallChain::of`): its own calls carry it on.
+    pub chain: chain::CallChain,
     /// Fires when the task is cancelled; also `handle.cancellation()`.
     pub cancel: CancellationToken,
     pub handle: TaskHandle,

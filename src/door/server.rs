@@ -299,7 +299,8 @@ async fn rpc(
     }
     let trust = super::trust::Trust::of(&credential, super::trust::Trust::stamped(&headers));
     let span = super::trust::task_span(&credential, &headers);
-    methods::dispatch(s, credential, (trust, span), call).await
+    let chain = super::chain::CallChain::of(&credential, &headers);
+    methods::dispatch(s, credential, (trust, span, chain), call).await
 }
 
 async fn read_body(limits: &Limits, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {

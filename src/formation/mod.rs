@@ -80,7 +80,8 @@ pub fn run_roster(
     // admit resolves a folder to its roster.yaml.
     let admitted = admission::admit(&request.roster)?;
     approved(&admitted)?;
-    for warning in &admitted.warnings {
+    let checked = crate::preflight::roster_launch(&admitted).map_err(Diagnostic::from)?;
+    for warning in admitted.warnings.iter().chain(&checked) {
         stderr_line(warning);
     }
     for warning in crate::host::warnings() {

@@ -250,3 +250,30 @@ pub(crate) fn harness_not_confined(capsule: &Capsule) -> Option<Diagnostic> {
         ),
     ))
 }
+
+/// What a session checks of its capsule before it takes a task, without starting it:
+/// its component files read and check (`Catalog::open`, as the start does), its model
+/// key is set (E-AGT-001), and, for a formation member that may call `callees`, W-RUN-008
+/// (no door known yet). Refusals are `Err`; W-RUN-008 and W-RUN-010 come back.
+/// `mur doctor` asks this of every member, and of a single capsule's folder.
+pub(crate) fn checks(
+    capsule: &Capsule,
+    member: Option<(&str, &[&str])>,
+) -> Result<Vec<Diagnostic>> {
+    crate::component::Catalog::open(&capsule.root, &capsule.manifest)?;
+    if let manifest::Transport::Http(h) = &capsule.manifest.agent.transport {
+        crate::agent::http::api_key(h.api_key_env.as_deref())?;
+    }
+    let mut warnings = Vec::new();
+    if let Some((name, callees)) = member {
+        let callees: Vec<(&str, Option<&reqwest::Url>)> =
+            callees.iter().map(|c| (*c, None)).collect();
+        warnings.extend(crate::call_member::network_warning(
+            name,
+            &callees,
+            &capsule.manifest.capabilities.network.allow,
+        ));
+    }
+    warnings.extend(harness_not_confined(capsule));
+    Ok(warnings)
+}

@@ -110,7 +110,8 @@ pub(crate) async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Pla
         })
         .map_err(|e| refuse(e.to_string()))?;
     let peers = Peers::new(creds.tokens, Vec::new())
-        .map_err(|e| refuse(format!("cannot make the HTTP client for calls: {e}")))?;
+        .map_err(|e| refuse(format!("cannot make the HTTP client for calls: {e}")))?
+        .with_me(creds.member.clone());
     let peers = Arc::new(peers);
     peers.follow(reader);
     Ok(Place::Member(Box::new(Membership {

@@ -163,6 +163,7 @@ impl Live {
             caller: Credential::Operator,
             trust: door::trust::Trust::Trusted,
             span: crate::trace::context::TaskSpan::inbound(parent, true),
+            chain: door::chain::CallChain::default(),
             cancel: created.handle.cancellation().clone(),
             handle: created.handle,
         })

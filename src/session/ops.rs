@@ -8,7 +8,7 @@ use nix::unistd::Pid;
 use crate::catalogue::{E_RUN_003, E_RUN_004};
 use crate::diag::{Diagnostic, Result};
 use crate::records::{self, Records};
-use crate::retention::marker::Marker;
+use crate::retention::marker::{Marker, live_formations};
 use crate::running::{RunningDir, RunningRecord};
 use crate::trace::{self, Event};
 use crate::{output, paths};
@@ -143,35 +143,6 @@ pub(crate) fn stop(args: &StopArgs) -> Result<i32> {
         ));
     }
     Ok(0)
-}
-
-/// The formations that run: those whose formation.json names a running launcher, and
-/// those a live member's running record names; each with the project it runs in,
-/// when known.
-fn live_formations(live: &[RunningRecord]) -> Vec<(String, Option<std::path::PathBuf>)> {
-    let mut found: Vec<(String, Option<std::path::PathBuf>)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(paths::formations_dir()) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with("frm_")
-                && let Some(marker) = Marker::read(&entry.path())
-                && marker.launcher_running()
-            {
-                found.push((name, Some(marker.project_dir)));
-            }
-        }
-    }
-    for r in live {
-        let Some(frm) = &r.formation_id else { continue };
-        // The entry member works in its roster's project folder.
-        let project = r.formation_entry.then(|| r.workdir.clone());
-        match found.iter_mut().find(|(f, _)| f == frm) {
-            Some((_, known @ None)) => *known = project,
-            Some(_) => {}
-            None => found.push((frm.clone(), project)),
-        }
-    }
-    found
 }
 
 /// `mur stop` with no id: the one formation running in the current folder.

@@ -151,6 +151,7 @@ async fn run_task(env: Arc<TaskEnv>, work: Work) -> RecordedState {
             config: crate::call_member::CallConfig::default(),
             span: Some(work.span.span),
             session_deadline: env.deadline,
+            chain: crate::agent::waits_for_answers(env.max_turns).then(|| work.chain.clone()),
         })
     });
     let mut tools: Vec<Arc<dyn agent::Tool>> = Vec::new();

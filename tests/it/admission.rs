@@ -62,7 +62,8 @@ impl Project {
             .join(format!("{name}-{version}"));
         std::fs::create_dir_all(&dir).unwrap();
         let mut text = format!(
-            "name: {name}\nversion: \"{version}\"\ndescription: The {name} capsule.\nagent:\n  transport: builtin\n"
+            "name: {name}\nversion: \"{version}\"\ndescription: The {name} capsule.\nagent:\n  transport: builtin\n\
+             capabilities:\n  network:\n    allow: [localhost]\n"
         );
         if decl.serves {
             text.push_str("exports:\n  peer_tasks:\n    accept: true\n");

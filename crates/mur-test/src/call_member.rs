@@ -105,6 +105,7 @@ pub fn calls_in(
         config,
         span,
         session_deadline: None,
+        chain: None,
     })
 }
 

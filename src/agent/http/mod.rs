@@ -70,29 +70,32 @@ impl Failure {
 /// One try that answered: the reply, the server's usage, the status.
 type Answered = (Reply, Option<Usage>, u16);
 
+/// The model key from the variable `agent.api_key_env` names (`None`: it names none).
+/// Unset or empty is E-AGT-001, with a hint naming that variable. `mur doctor` runs
+/// this same check before a launch would.
+pub fn api_key(name: Option<&str>) -> Result<Option<String>, Diagnostic> {
+    let Some(name) = name else { return Ok(None) };
+    let state = match std::env::var(name) {
+        Ok(key) if !key.is_empty() => return Ok(Some(key)),
+        Ok(_) => "empty",
+        Err(_) => "not set",
+    };
+    Err(Diagnostic::new(
+        E_AGT_001,
+        format!("agent.api_key_env names {name}, which is {state}"),
+    )
+    .hint(format!(
+        "Export {name} before `mur run` (`export {name}=...`), or remove \
+         `agent.api_key_env` for a server that needs no key."
+    )))
+}
+
 impl HttpTransport {
     /// Reads the key and loads the CA certificates. Refuses an `api_key_env` that is
     /// unset or empty (E-AGT-001), CA files that do not load (E-AGT-003). A transport
     /// whose config names a driver needs one handed over ([`HttpTransport::with_driver`]).
     pub fn new(config: &HttpConfig) -> Result<Self, Diagnostic> {
-        let api_key = match &config.api_key_env {
-            Some(name) => match std::env::var(name) {
-                Ok(key) if !key.is_empty() => Some(key),
-                Ok(_) => {
-                    return Err(Diagnostic::new(
-                        E_AGT_001,
-                        format!("agent.api_key_env names {name}, which is empty"),
-                    ));
-                }
-                Err(_) => {
-                    return Err(Diagnostic::new(
-                        E_AGT_001,
-                        format!("agent.api_key_env names {name}, which is not set"),
-                    ));
-                }
-            },
-            None => None,
-        };
+        let api_key = api_key(config.api_key_env.as_deref())?;
         Ok(HttpTransport {
             client: tls::client(config.ca_file.as_deref(), config.timeout)?,
             url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),

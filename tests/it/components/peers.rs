@@ -42,7 +42,8 @@ async fn a_virtual_member_address_reaches_the_real_door_with_the_runtime_token()
 
     let forged = json!([
         ["authorization", "Bearer forged"],
-        ["x-murmur-task-trust", "untrusted"]
+        ["x-murmur-task-trust", "untrusted"],
+        ["x-murmur-call-chain", "coder=tsk_forged"]
     ]);
     let (err, said) = probe(
         tool,
@@ -61,7 +62,9 @@ async fn a_virtual_member_address_reaches_the_real_door_with_the_runtime_token()
         head.contains(&format!("authorization: bearer {token}")),
         "{head}"
     );
+    // Neither the credential nor the wait chain a component sets reaches the door.
     assert!(!head.contains("forged"), "{head}");
+    assert!(!head.contains("x-murmur-call-chain"), "{head}");
     assert!(head.contains("x-murmur-task-trust: trusted"), "{head}");
     // The door is told the virtual name, so what it answers names no real address.
     assert!(head.contains("host: coder.formation.invalid"), "{head}");

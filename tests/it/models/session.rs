@@ -236,10 +236,11 @@ async fn a_failed_task_says_why_on_stderr_and_prints_nothing_on_stdout() {
     serving.kill().await.unwrap();
 }
 
-/// A formation whose member refuses at start does not launch: E-RUN-045 with the
-/// member's own reason.
+/// A formation whose member would refuse at start (an unset `api_key_env`) does not
+/// launch: the launcher's own check refuses before any member starts, with the
+/// member's reason (E-AGT-001), not E-RUN-045 after it started.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_formation_refuses_its_launch_when_a_member_refuses_at_start() {
+async fn a_formation_refuses_its_launch_when_a_member_would_refuse_at_start() {
     let w = World::new();
     let helper = http_agent(
         "http://127.0.0.1:9/v1",
@@ -254,7 +255,7 @@ async fn a_formation_refuses_its_launch_when_a_member_refuses_at_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("E-RUN-045") && stderr.contains("helper"),
+        !stderr.contains("E-RUN-045") && stderr.contains("member `helper`"),
         "{stderr}"
     );
     assert!(

@@ -14,6 +14,8 @@ use crate::diag::Result;
 use crate::output;
 use crate::roster::{self, Fault, Refusal};
 
+mod single;
+
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The roster to admit: a roster file, or a folder that holds roster.yaml.
@@ -37,13 +39,26 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
         }
     });
     let file = roster::resolve(&path);
-    let outcome = admission::admit_report(&file).and_then(|admitted| {
+    if args.roster.is_none() && !file.exists() {
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        if here.join(crate::manifest::FILE_NAME).is_file() {
+            return Ok(single::run(&here, args.json));
+        }
+    }
+    let outcome = admission::admit_report(&file).and_then(|mut admitted| {
         // What a launch would refuse now, unapproved changes included; writes nothing.
         let found = crate::approve::check_report(&crate::approve::Launch::roster(&admitted));
         match found {
-            Ok(None) => Ok(admitted),
-            Ok(Some(d)) | Err(d) => Err(Refusal::new(d, Fault::Roster)),
+            Ok(None) => {}
+            Ok(Some(d)) | Err(d) => return Err(Refusal::new(d, Fault::Roster)),
         }
+        // What the launcher checks before it starts a process, then what each member
+        // checks at its own start.
+        let checked = crate::preflight::roster_launch(&admitted)?;
+        admitted.warnings.extend(checked);
+        let found = members_start(&admitted)?;
+        admitted.warnings.extend(found);
+        Ok(admitted)
     });
     let status = i32::from(outcome.is_err());
     // A closed stdout is not the roster's fault: the exit status still tells.
@@ -61,6 +76,35 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
         )),
     }
     Ok(status)
+}
+
+/// What each member checks at its start (`session::capsule::checks`), in roster order.
+fn members_start(a: &Admitted) -> Result<Vec<crate::diag::Diagnostic>, Refusal> {
+    let mut warnings = Vec::new();
+    for (index, m) in a.members.iter().enumerate() {
+        let fault = || Fault::Member {
+            index,
+            name: Some(m.name.to_string()),
+        };
+        let who = format!("member `{}`", m.name);
+        let callees: Vec<&str> = a.callees(&m.name).iter().map(|c| c.as_str()).collect();
+        let found = crate::session::capsule::installed(
+            &a.project_dir,
+            &m.installed.name,
+            &m.installed.version,
+            Some(m.installed.sha256.as_str()),
+        )
+        .and_then(|c| crate::session::capsule::checks(&c, Some((m.name.as_str(), &callees))))
+        .map_err(|d| Refusal::new(roster::prefixed(&who, d), fault()))?;
+        warnings.extend(found.into_iter().map(|w| {
+            if w.message.contains(&format!("{who} ")) {
+                w
+            } else {
+                roster::prefixed(&who, w)
+            }
+        }));
+    }
+    Ok(warnings)
 }
 
 /// The human report of an admitted roster.
