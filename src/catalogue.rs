@@ -293,9 +293,9 @@ catalogue! {
     E_RUN_010 = "E-RUN-010", "Task did not complete",
         "The task `mur run --task` ran, or `mur send` gave, ended failed, canceled or rejected; the message is its reason. stdout carries answers only, so nothing was printed there.",
         "`mur trace show <ses_id>` shows what the task did: the model's requests, the tool calls and their errors.";
-    E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM",
-        "The session received SIGTERM while a task ran; the task was canceled.",
-        "Let the task finish, or send a second SIGTERM to exit at once.";
+    E_RUN_040 = "E-RUN-040", "Canceled by SIGTERM or SIGINT",
+        "The session received SIGTERM (`mur stop`, murmur.StopSession) or SIGINT (Ctrl-C) while a task ran; the task was canceled, and its `canceled:` line names the signal.",
+        "Let the task finish, or send a second SIGTERM (or press Ctrl-C again) to exit at once.";
     E_RUN_045 = "E-RUN-045", "A peer did not come up",
         "A formation peer did not become ready, or its directory already existed; the whole launch was refused and every member already started was stopped.",
         "Read the peer's lines above, run the capsule alone with `mur run --capsule`, and check ~/.murmur/formations/.";

@@ -70,6 +70,8 @@ pub(crate) mod cancel_reason {
     pub(crate) const FORMATION_ENDED: &str = "formation ended";
     /// The session's first SIGTERM.
     pub(crate) const SIGTERM: &str = "SIGTERM (E-RUN-040)";
+    /// The session's first SIGINT (Ctrl-C of a session in a terminal).
+    pub(crate) const SIGINT: &str = "SIGINT (E-RUN-040)";
     /// The session's `--deadline`.
     pub(crate) const DEADLINE: &str = "deadline reached (E-RUN-053)";
     /// A CancelTask from `credential` (`operator`, `member:<name>`, ...).

@@ -13,8 +13,9 @@ use crate::trace::{ExitStatus, RecordedState};
 /// What began the session's end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cause {
-    /// A first SIGTERM or SIGINT, or the operator's murmur.StopSession.
-    Sigterm { busy: bool },
+    /// A first SIGTERM or SIGINT (`by`), or the operator's murmur.StopSession (as a
+    /// SIGTERM).
+    Sigterm { busy: bool, by: Signal },
     /// The lifeline read end of file: the formation ended.
     Lifeline { busy: bool },
     /// `--deadline` or the formation's deadline fell.
@@ -42,10 +43,10 @@ impl Cause {
             error,
         };
         match self {
-            Cause::Sigterm { busy: true } => {
+            Cause::Sigterm { busy: true, .. } => {
                 exit(ExitStatus::Canceled, 1, Some(catalogue::E_RUN_040))
             }
-            Cause::Sigterm { busy: false } | Cause::Lifeline { busy: false } => {
+            Cause::Sigterm { busy: false, .. } | Cause::Lifeline { busy: false } => {
                 exit(ExitStatus::Ok, 0, None)
             }
             Cause::Lifeline { busy: true } => exit(ExitStatus::FormationEnded, 0, None),
@@ -60,6 +61,9 @@ impl Cause {
     /// The `canceled:` reason of a task this end cancels.
     pub(crate) fn cancel_reason(self) -> &'static str {
         match self {
+            Cause::Sigterm {
+                by: Signal::SIGINT, ..
+            } => cancel_reason::SIGINT,
             Cause::Sigterm { .. } => cancel_reason::SIGTERM,
             Cause::Lifeline { .. } => cancel_reason::FORMATION_ENDED,
             Cause::Deadline => cancel_reason::DEADLINE,
@@ -147,8 +151,9 @@ mod tests {
     // One case per row of the spec's tables ("How a formation ends", and the ends of a
     // session in docs/trace.md).
     #[rstest]
-    #[case::sigterm_running(Cause::Sigterm { busy: true }, ExitStatus::Canceled, 1, Some("E-RUN-040"))]
-    #[case::sigterm_idle(Cause::Sigterm { busy: false }, ExitStatus::Ok, 0, None)]
+    #[case::sigterm_running(Cause::Sigterm { busy: true, by: Signal::SIGTERM }, ExitStatus::Canceled, 1, Some("E-RUN-040"))]
+    #[case::sigint_running(Cause::Sigterm { busy: true, by: Signal::SIGINT }, ExitStatus::Canceled, 1, Some("E-RUN-040"))]
+    #[case::sigterm_idle(Cause::Sigterm { busy: false, by: Signal::SIGTERM }, ExitStatus::Ok, 0, None)]
     #[case::lifeline_running(Cause::Lifeline { busy: true }, ExitStatus::FormationEnded, 0, None)]
     #[case::lifeline_idle(Cause::Lifeline { busy: false }, ExitStatus::Ok, 0, None)]
     #[case::deadline(Cause::Deadline, ExitStatus::DeadlineReached, 1, Some("E-RUN-053"))]
@@ -175,6 +180,19 @@ mod tests {
     #[test]
     fn a_sigterm_after_the_lifeline_closed_changes_nothing() {
         assert!(!Cause::Lifeline { busy: true }.sigterm_exits_at_once());
-        assert!(Cause::Sigterm { busy: true }.sigterm_exits_at_once());
+        assert!(
+            Cause::Sigterm {
+                busy: true,
+                by: Signal::SIGTERM
+            }
+            .sigterm_exits_at_once()
+        );
+    }
+
+    #[test]
+    fn a_ctrl_c_is_named_sigint() {
+        let by = |by| Cause::Sigterm { busy: true, by }.cancel_reason();
+        assert_eq!(by(Signal::SIGINT), "SIGINT (E-RUN-040)");
+        assert_eq!(by(Signal::SIGTERM), "SIGTERM (E-RUN-040)");
     }
 }

@@ -16,7 +16,7 @@ use crate::catalogue;
 use crate::diag::Diagnostic;
 use crate::door::{self, Credential, Door, Work, WorkReceiver};
 use crate::running::RunningDir;
-use crate::signals::Signals;
+use crate::signals::{Signal, Signals};
 use crate::trace::{Event, RecordedState, TraceWriter};
 use crate::{output, timing};
 
@@ -112,8 +112,8 @@ impl Live {
             let busy = || store.live() > 0;
             tokio::select! {
                 biased;
-                _ = signals.next() => break Cause::Sigterm { busy: busy() },
-                Some(()) = on_stop.recv() => break Cause::Sigterm { busy: busy() },
+                by = signals.next() => break Cause::Sigterm { busy: busy(), by },
+                Some(()) = on_stop.recv() => break Cause::Sigterm { busy: busy(), by: Signal::SIGTERM },
                 _ = async { lifeline.as_mut().expect("guarded").await }, if lifeline.is_some() => {
                     lifeline = None;
                     break Cause::Lifeline { busy: busy() };
@@ -133,7 +133,7 @@ impl Live {
                 work = self.work.next(), if running.is_none() => {
                     match work {
                         Some(work) => running = Some(tokio::spawn(task::run(self.env.clone(), work))),
-                        None => break Cause::Sigterm { busy: false },
+                        None => break Cause::Sigterm { busy: false, by: Signal::SIGTERM },
                     }
                 }
                 _ = tokio::time::sleep_until(idle_at), if idle_at < far => break Cause::IdleTimeout,
@@ -233,8 +233,11 @@ impl Live {
         if let Some(code) = exit.error {
             let what = match cause {
                 Cause::Deadline => "the session reached its deadline".to_string(),
-                _ => "the session received SIGTERM while a task ran; the task was canceled"
-                    .to_string(),
+                Cause::Sigterm { by, .. } => format!(
+                    "the session received {} while a task ran; the task was canceled",
+                    by.as_str()
+                ),
+                _ => "the session ended while a task ran; the task was canceled".to_string(),
             };
             output::stderr_line(Diagnostic::new(code, what));
         }

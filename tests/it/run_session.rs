@@ -159,24 +159,41 @@ fn json_readiness_line_then_send_message_and_get_task_with_the_operator_token() 
     assert!(!w.running_dir().join(format!("{id}.json")).exists());
 }
 
-#[test]
-fn sigterm_mid_task_cancels_it_with_e_run_040() {
+/// SIGTERM (`mur stop`) and SIGINT (Ctrl-C) mid-task cancel it with E-RUN-040, and
+/// the stderr line and the `canceled:` line name the signal that came.
+fn signal_mid_task_cancels_it_with_e_run_040(sig: Signal) {
     let w = World::new();
     w.install("sleeper", "", Some(SLEEPER));
     let mut cmd = w.run("sleeper");
     cmd.args(["--task", "Sleep."]);
     let s = Session::spawn(cmd);
     let id = wait_harness(&w);
-    s.signal(Signal::SIGTERM);
+    s.signal(sig);
     let (code, stderr) = s.wait(Duration::from_secs(30));
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("E-RUN-040"), "{stderr}");
-    assert_eq!(w.result(&id), "canceled: SIGTERM (E-RUN-040)\n");
+    let name = sig.as_str();
+    assert!(
+        stderr.contains(&format!(
+            "error[E-RUN-040]: the session received {name} while"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(w.result(&id), format!("canceled: {name} (E-RUN-040)\n"));
     let trace = w.trace(&id);
     let end = trace.last().unwrap();
     assert_eq!(end["type"], "session_end");
     assert_eq!(end["exit_status"], "canceled");
     assert_eq!(end["error_code"], "E-RUN-040");
+}
+
+#[test]
+fn sigterm_mid_task_cancels_it_with_e_run_040() {
+    signal_mid_task_cancels_it_with_e_run_040(Signal::SIGTERM);
+}
+
+#[test]
+fn sigint_mid_task_says_sigint_not_sigterm() {
+    signal_mid_task_cancels_it_with_e_run_040(Signal::SIGINT);
 }
 
 #[test]
