@@ -25,8 +25,13 @@ pub const QUEUE_SPANS: usize = 2048;
 pub const BATCH_SPANS: usize = 512;
 /// One request's bound, connecting included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long `session_end` waits for the queue to drain before it counts the rest.
+/// How long `session_end` waits for the queue to drain before it counts the rest;
+/// never more than half the wind-down (a member's end is inside it).
 pub const FINAL_FLUSH: Duration = Duration::from_secs(2);
+
+fn final_flush() -> Duration {
+    FINAL_FLUSH.min(crate::timing::scaled(crate::timing::WIND_DOWN_EXIT) / 2)
+}
 
 /// Where spans go: the traces URL and the headers of every request. Resolved once,
 /// by the launcher for its members (it reaches them on the formation channel).
@@ -248,7 +253,7 @@ impl Live {
     /// [`FINAL_FLUSH`] for the queue to drain, and returns the spans not delivered.
     pub fn end(&self, record: &Record) -> u64 {
         self.take(record);
-        let until = Instant::now() + crate::timing::scaled(FINAL_FLUSH);
+        let until = Instant::now() + final_flush();
         let mut q = lock(&self.shared.queue);
         while !q.closed && (q.sending > 0 || !q.spans.is_empty()) {
             let left = until.saturating_duration_since(Instant::now());
@@ -272,7 +277,7 @@ impl Live {
         if late > 0 {
             self.shared.warn(&format!(
                 "it did not take {late} spans within {:?} of the session's end",
-                crate::timing::scaled(FINAL_FLUSH)
+                final_flush()
             ));
         }
         dropped
@@ -360,19 +365,13 @@ async fn post(
     target: &Target,
     body: &super::otlp::TracesData,
 ) -> std::result::Result<(), String> {
-    let mut req = client
-        .post(&target.url)
-        .timeout(crate::timing::scaled(REQUEST_TIMEOUT))
-        .json(body);
+    let mut req = client.post(&target.url).timeout(REQUEST_TIMEOUT).json(body);
     for (k, v) in &target.headers {
         req = req.header(k, v);
     }
     let resp = req.send().await.map_err(|e| {
         if e.is_timeout() {
-            format!(
-                "no answer within {:?}",
-                crate::timing::scaled(REQUEST_TIMEOUT)
-            )
+            format!("no answer within {:?}", REQUEST_TIMEOUT)
         } else if e.is_connect() {
             "cannot connect".to_string()
         } else {
@@ -400,7 +399,7 @@ fn client() -> std::result::Result<reqwest::Client, String> {
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
-        .connect_timeout(crate::timing::scaled(REQUEST_TIMEOUT))
+        .connect_timeout(REQUEST_TIMEOUT)
         .build()
         .map_err(|e| format!("cannot make an HTTP client: {e}"))
 }

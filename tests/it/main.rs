@@ -60,3 +60,4 @@ mod run_session;
 mod shell;
 mod store_cli;
 mod trace_export;
+mod trace_live;
