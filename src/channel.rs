@@ -55,7 +55,7 @@ pub struct Credentials {
     /// Live trace export, as the launcher resolved it (`--otlp-endpoint`, the
     /// `OTEL_EXPORTER_OTLP_*` variables): the member takes this, not its environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub otlp: Option<crate::trace::live::Target>,
+    pub otlp: Option<Box<crate::trace::live::Target>>,
 }
 
 /// The launcher's end of one member's channel.

@@ -612,7 +612,7 @@ impl Launch<'_> {
             workdir: workdir.to_path_buf(),
             artifact_sha256: m.sha256.clone(),
             deadline_unix_ms: self.deadline.map(|(_, at)| unix_ms(at)),
-            otlp: self.options.otlp.clone(),
+            otlp: self.options.otlp.clone().map(Box::new),
         })
     }
 

@@ -126,7 +126,7 @@ pub(crate) async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Pla
         deadline: creds
             .deadline_unix_ms
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
-        otlp: creds.otlp,
+        otlp: creds.otlp.map(|t| *t),
         lifeline: Some(lifeline),
         peers,
     })))

@@ -56,12 +56,20 @@ impl Target {
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is), else
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` (+ `v1/traces`); `None` when none is set.
     pub fn resolve(flag: Option<&str>) -> Result<Option<Target>> {
+        Target::resolve_from(flag, |name| std::env::var(name).ok())
+    }
+
+    /// [`Target::resolve`] over `var`, the environment.
+    fn resolve_from(
+        flag: Option<&str>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Target>> {
         use crate::env::{
             OTEL_EXPORTER_OTLP_ENDPOINT as BASE, OTEL_EXPORTER_OTLP_HEADERS as HEADERS,
             OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as TRACES,
             OTEL_EXPORTER_OTLP_TRACES_HEADERS as TRACES_HEADERS,
         };
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let url = match (flag, var(TRACES), var(BASE)) {
             (Some(f), _, _) => signal_url("--otlp-endpoint", f)?,
             (None, Some(t), _) => parse_url(TRACES, &t)?.to_string(),
@@ -403,6 +411,9 @@ fn client() -> std::result::Result<reqwest::Client, String> {
         .build()
         .map_err(|e| format!("cannot make an HTTP client: {e}"))
 }
+
+#[cfg(test)]
+mod tests;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
