@@ -262,6 +262,14 @@ catalogue! {
         "mur could not create, write or remove a session's record under ~/.murmur/running/.",
         "Check that ~/.murmur/running/ is yours and writable; the message names the path.";
 
+    // ---- E-TRC / W-TRC: live trace export to an OpenTelemetry collector -------
+    E_TRC_001 = "E-TRC-001", "Live export setting unusable",
+        "`--otlp-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_HEADERS` (`OTEL_EXPORTER_OTLP_TRACES_HEADERS`) is set to something mur cannot send spans with: not an http:// or https:// URL with a host, or headers that are not `key=value,...` with percent-encoded values. The session (or formation) does not start rather than run without the export asked for.",
+        "Give a base URL such as `http://localhost:4318` (mur adds `/v1/traces`), or unset the variable; docs/trace.md, Live export.";
+    W_TRC_001 = "W-TRC-001", "Collector not taking spans",
+        "Live export could not deliver spans: the collector refused the connection, did not answer within 5 s, answered with an error, or the queue of 2048 spans was full. Printed once (in a formation, once for all its members); the tasks go on, and `session_end` counts what was dropped (`otlp_dropped_spans`). `mur trace export` still writes every span from the trace.",
+        "Start the collector (OTLP/HTTP, usually port 4318), check the URL, or export afterwards with `mur trace export`.";
+
     // ---- E-RUN / W-RUN / W-SEC: sessions and formations -----------------------
     E_RUN_001 = "E-RUN-001", "Capsule not installed",
         "`mur run --capsule <NAME> --capsule-version <V>` found that capsule at that version in neither the project store (.murmur/artifacts/) nor the global store (~/.murmur/artifacts/).",

@@ -52,6 +52,10 @@ pub struct Credentials {
     /// The formation's `--deadline`, one moment for every member, in Unix milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_unix_ms: Option<u64>,
+    /// Live trace export, as the launcher resolved it (`--otlp-endpoint`, the
+    /// `OTEL_EXPORTER_OTLP_*` variables): the member takes this, not its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<Box<crate::trace::live::Target>>,
 }
 
 /// The launcher's end of one member's channel.
@@ -224,6 +228,7 @@ mod tests {
             workdir: "/p".into(),
             artifact_sha256: crate::ids::Sha256::of(b""),
             deadline_unix_ms: None,
+            otlp: None,
         }
     }
 

@@ -71,6 +71,14 @@ vars! {
     MURMUR_ALLOW_ROOT: Reads;
     /// `1`: run the capsule's native processes unconfined, as `mur run --unconfined` does (W-RUN-011, docs/confinement.md). Members inherit it.
     MURMUR_UNCONFINED: Reads;
+    /// The OpenTelemetry collector's base URL (`http://localhost:4318`): each session sends its spans to it, `v1/traces` added to the path, over OTLP/HTTP JSON (docs/trace.md, Live export). `--otlp-endpoint` wins; the launcher passes its value to members on their channel.
+    OTEL_EXPORTER_OTLP_ENDPOINT: Reads;
+    /// The traces URL itself, used as it is; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`, not over `--otlp-endpoint`.
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Reads;
+    /// Headers of every export request, `key=value,key=value`, values percent-encoded (an API key: `x-honeycomb-team=...`). Never written to a trace or a log.
+    OTEL_EXPORTER_OTLP_HEADERS: Reads;
+    /// The traces' own headers; set, they replace `OTEL_EXPORTER_OTLP_HEADERS`.
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS: Reads;
     /// The descriptor of a delegated child's spawner lifeline. A child carries its parent's formation id and no formation lifeline, and prints no W-RUN-007.
     MURMUR_SPAWNER_LIFELINE: Reads;
     /// The harness's `TMPDIR`: the records' `tmp/`.

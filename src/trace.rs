@@ -231,6 +231,10 @@ pub enum Event {
         /// one; the writer fills it in.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// With live export on: the spans the collector did not take (docs/trace.md,
+        /// Live export); the writer fills it in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        otlp_dropped_spans: Option<u64>,
     },
 }
 
@@ -451,14 +455,18 @@ impl std::fmt::Display for Record {
                 exit_code,
                 error_code,
                 usage,
+                otlp_dropped_spans,
             } => {
                 write!(f, "{} exit {exit_code}", word(exit_status))?;
                 if let Some(code) = error_code {
                     write!(f, " {code}")?;
                 }
-                match usage {
-                    Some(u) => write!(f, ", {} tokens", u.total_tokens),
-                    None => Ok(()),
+                if let Some(u) = usage {
+                    write!(f, ", {} tokens", u.total_tokens)?;
+                }
+                match otlp_dropped_spans {
+                    Some(n) if *n > 0 => write!(f, ", {n} spans not exported"),
+                    _ => Ok(()),
                 }
             }
         }
@@ -536,6 +544,7 @@ pub struct TraceWriter {
     inner: Mutex<Inner>,
     secrets: Mutex<Vec<Secret>>,
     tap: OnceLock<Tap>,
+    live: OnceLock<live::Live>,
 }
 
 /// Where each record goes besides the file (`murmur.WatchSession`): handed every line
@@ -593,6 +602,7 @@ impl TraceWriter {
             }),
             secrets: Mutex::new(Vec::new()),
             tap: OnceLock::new(),
+            live: OnceLock::new(),
         }
     }
 
@@ -600,6 +610,12 @@ impl TraceWriter {
     /// file, in order. Set once; a second tap is ignored.
     pub fn tap(&self, tap: impl Fn(&[u8]) + Send + Sync + 'static) {
         let _ = self.tap.set(Tap(Box::new(tap)));
+    }
+
+    /// Sends every span the records end from now on to a collector (live export).
+    /// Set once; a second is ignored.
+    pub fn live(&self, live: live::Live) {
+        let _ = self.live.set(live);
     }
 
     pub fn path(&self) -> &Path {
@@ -626,11 +642,21 @@ impl TraceWriter {
             Event::SessionEnd { usage, .. } if usage.is_none() => *usage = inner.usage,
             _ => {}
         }
-        let record = Record {
+        let mut record = Record {
             ts: now(),
             seq: inner.seq + 1,
             event,
         };
+        if let (Some(live), Event::SessionEnd { .. }) = (self.live.get(), &record.event) {
+            // The last spans go out (or are counted) before the count is written.
+            let dropped = live.end(&record);
+            if let Event::SessionEnd {
+                otlp_dropped_spans, ..
+            } = &mut record.event
+            {
+                *otlp_dropped_spans = Some(dropped);
+            }
+        }
         let mut line = serde_json::to_vec(&record).map_err(|e| {
             Diagnostic::new(
                 catalogue::E_REC_001,
@@ -660,6 +686,9 @@ impl TraceWriter {
         inner.seq = record.seq;
         if let Some(tap) = self.tap.get() {
             (tap.0)(&line[..line.len() - 1]);
+        }
+        if let Some(live) = self.live.get() {
+            live.take(&record);
         }
         Ok(record)
     }
@@ -829,6 +858,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Trace> {
 pub mod context;
 pub mod export;
 pub mod html;
+pub mod live;
 pub mod otlp;
 
 #[cfg(test)]

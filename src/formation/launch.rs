@@ -61,6 +61,8 @@ pub struct Options {
     pub started: Option<(std::time::Instant, SystemTime)>,
     /// `--json`, `-q`, or neither.
     pub voice: announce::Voice,
+    /// Live trace export: each member's, on its channel (docs/trace.md, Live export).
+    pub otlp: Option<crate::trace::live::Target>,
 }
 
 /// Where the launch keeps its state (`~/.murmur/...` outside tests).
@@ -610,6 +612,7 @@ impl Launch<'_> {
             workdir: workdir.to_path_buf(),
             artifact_sha256: m.sha256.clone(),
             deadline_unix_ms: self.deadline.map(|(_, at)| unix_ms(at)),
+            otlp: self.options.otlp.clone().map(Box::new),
         })
     }
 

@@ -24,6 +24,8 @@ pub struct RosterLaunch {
     pub deadline: Option<u64>,
     /// `--json`: the readiness object (and with `--task` the outcome) on stdout.
     pub json: bool,
+    /// Live trace export (`--otlp-endpoint`, `OTEL_EXPORTER_OTLP_*`), for every member.
+    pub otlp: Option<crate::trace::live::Target>,
 }
 
 /// What [`refuse_inside`] is asked to start.
@@ -91,6 +93,7 @@ pub fn run_roster(
     let options = launch::Options {
         task: request.task.clone(),
         deadline: request.deadline.map(Duration::from_secs),
+        otlp: request.otlp.clone(),
         // Counted from the launcher's start, not the end of admission (hashing a
         // large member takes time).
         started: Some(crate::timing::process_start()),

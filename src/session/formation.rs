@@ -43,6 +43,8 @@ pub(crate) struct Membership {
     pub workdir: PathBuf,
     pub artifact_sha256: crate::ids::Sha256,
     pub deadline: Option<SystemTime>,
+    /// Live trace export, as the launcher resolved it.
+    pub otlp: Option<crate::trace::live::Target>,
     /// The read end of its lifeline (a member always has one; the main loop takes it).
     pub lifeline: Option<OwnedFd>,
     /// The members it may call, fed the channel's `doors` lines as they arrive.
@@ -125,6 +127,7 @@ pub(crate) async fn read(resume: bool, warn: &dyn Fn(&Diagnostic)) -> Result<Pla
         deadline: creds
             .deadline_unix_ms
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+        otlp: creds.otlp.map(|t| *t),
         lifeline: Some(lifeline),
         peers,
     })))

@@ -253,6 +253,7 @@ impl Live {
             exit_code: exit.code,
             error_code: exit.error.map(|c| c.as_str().to_string()),
             usage: None,
+            otlp_dropped_spans: None,
         });
         // The records on disk before the session says it has ended.
         let env = self.env.clone();

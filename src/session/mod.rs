@@ -90,6 +90,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "TRACEPARENT", hide = true, requires = "task",
           conflicts_with = "roster", value_parser = parse_traceparent)]
     pub trace_parent: Option<crate::trace::context::SpanContext>,
+    /// Send the spans to this OpenTelemetry collector as they end, over OTLP/HTTP
+    /// JSON: its base URL (`http://localhost:4318`; `/v1/traces` is added). Wins over
+    /// OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; with
+    /// --roster, every member's (docs/trace.md, Live export).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 fn parse_traceparent(
@@ -196,6 +202,7 @@ fn run_roster(args: &RunArgs) -> Result<i32> {
             task: args.task.clone(),
             deadline: args.deadline,
             json: args.json,
+            otlp: crate::trace::live::Target::resolve(args.otlp_endpoint.as_deref())?,
         },
         &|admitted| crate::approve::check_launch(&crate::approve::Launch::roster(admitted)),
     )

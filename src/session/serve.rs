@@ -205,6 +205,9 @@ impl Stage<'_> {
         output::set_bootstrap_log(records.logs_dir().join(output::BOOTSTRAP_LOG));
         let token = running::new_token();
         trace.forbid(&token);
+        if let Err(d) = self.live_export(&trace, formation_id.as_deref()) {
+            return Ok(fail_early(&trace, &d));
+        }
         if let Err(d) = self.transport(&records).check() {
             return Ok(fail_early(&trace, &d));
         }
@@ -376,6 +379,25 @@ impl Stage<'_> {
     }
 
     /// The records directory with its trace (session_start written) and MURMUR.md.
+    /// Live export (docs/trace.md): a member's as its launcher resolved it, else
+    /// `--otlp-endpoint` and the `OTEL_EXPORTER_OTLP_*` variables.
+    fn live_export(&self, trace: &TraceWriter, formation_id: Option<&str>) -> Result<()> {
+        let target = match &self.member {
+            Some(m) => m.otlp.clone(),
+            None => trace::live::Target::resolve(self.args.otlp_endpoint.as_deref())?,
+        };
+        let Some(target) = target else {
+            return Ok(());
+        };
+        for header in &target.headers {
+            trace.forbid(&header.1);
+        }
+        let earlier = trace::read(trace.path())?.records;
+        let live = trace::live::Live::start(target, formation_id.map(str::to_string), &earlier)?;
+        trace.live(live);
+        Ok(())
+    }
+
     fn records(&self, session_id: &str) -> Result<(Records, Arc<TraceWriter>, String)> {
         let identity = Identity {
             session_id: session_id.to_string(),
@@ -542,6 +564,7 @@ pub(super) fn fail_early(trace: &TraceWriter, d: &Diagnostic) -> i32 {
         exit_code: 1,
         error_code: Some(d.code.as_str().to_string()),
         usage: None,
+        otlp_dropped_spans: None,
     });
     output::stderr_line("status: failed");
     1

@@ -175,6 +175,15 @@ impl Open {
         self.span.end_time_unix_nano = end.to_string();
         self.span
     }
+
+    fn closed(&self, last: u128) -> Span {
+        Open {
+            span: self.span.clone(),
+            start: self.start,
+            end: self.end,
+        }
+        .close(last)
+    }
 }
 
 struct Task {
@@ -598,19 +607,79 @@ impl Builder {
 
     fn finish(self) -> ResourceSpans {
         let last = self.last;
+        let resource = self.resource();
         let mut spans: Vec<Span> = Vec::with_capacity(self.tasks.len() + self.spans.len());
         spans.extend(self.tasks.into_iter().map(|t| t.open.close(last)));
         spans.extend(self.spans.into_iter().map(|o| o.close(last)));
-        let mut resource = self.resource;
-        if resource.is_empty() {
-            resource.push(kv("service.name", "mur"));
-        }
         ResourceSpans {
-            resource: Resource {
-                attributes: resource,
-            },
+            resource,
             scope_spans: vec![scope(spans)],
         }
+    }
+
+    fn resource(&self) -> Resource {
+        let mut attributes = self.resource.clone();
+        if attributes.is_empty() {
+            attributes.push(kv("service.name", "mur"));
+        }
+        Resource { attributes }
+    }
+}
+
+/// The same transform, record by record, for live export (docs/trace.md, Live
+/// export): each span is handed out once, when the record that ends it is taken; at
+/// `session_end`, every span still open, closed there as `mur trace export` closes it.
+#[derive(Default)]
+pub struct Incremental {
+    b: Builder,
+    /// The tasks and other spans not handed out yet, by index.
+    pending_tasks: Vec<usize>,
+    pending_spans: Vec<usize>,
+}
+
+impl Incremental {
+    /// Takes the next record; returns the spans it ended.
+    pub fn take(&mut self, r: &Record) -> Vec<Span> {
+        let (tasks, spans) = (self.b.tasks.len(), self.b.spans.len());
+        self.b.take(r);
+        self.pending_tasks.extend(tasks..self.b.tasks.len());
+        self.pending_spans.extend(spans..self.b.spans.len());
+        let all = matches!(r.event, Event::SessionEnd { .. });
+        let (b, last) = (&self.b, self.b.last);
+        let mut out = Vec::new();
+        self.pending_tasks.retain(|&i| {
+            let open = &b.tasks[i].open;
+            let done = all || open.end.is_some();
+            if done {
+                out.push(open.closed(last));
+            }
+            !done
+        });
+        self.pending_spans.retain(|&i| {
+            let open = &b.spans[i];
+            let done = all || open.end.is_some();
+            if done {
+                out.push(open.closed(last));
+            }
+            !done
+        });
+        out
+    }
+
+    /// The session's resource, from its `session_start`.
+    pub fn resource(&self) -> Resource {
+        self.b.resource()
+    }
+}
+
+/// `spans` under `resource`, as one OTLP request body (`ExportTraceServiceRequest`
+/// has the fields of `TracesData`).
+pub fn request(resource: Resource, spans: Vec<Span>) -> TracesData {
+    TracesData {
+        resource_spans: vec![ResourceSpans {
+            resource,
+            scope_spans: vec![scope(spans)],
+        }],
     }
 }
 

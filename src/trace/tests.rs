@@ -118,6 +118,7 @@ fn every_event() -> Vec<Event> {
                 completion_tokens: 5,
                 total_tokens: 15,
             }),
+            otlp_dropped_spans: None,
         },
         Event::ProxyDecision {
             method: "CONNECT".into(),
@@ -138,6 +139,7 @@ fn session_end_sums_the_usage_of_every_model_request() {
         exit_code: 0,
         error_code: None,
         usage: None,
+        otlp_dropped_spans: None,
     };
     let Event::SessionEnd { usage, .. } = writer.write(end()).unwrap().event else {
         unreachable!()
@@ -207,6 +209,7 @@ fn field_names_are_the_documented_ones() {
         exit_code: 0,
         error_code: None,
         usage: None,
+        otlp_dropped_spans: None,
     })
     .unwrap();
     assert_eq!(
@@ -430,6 +433,7 @@ fn append_goes_on_numbering_after_the_last_record() {
             exit_code: 0,
             error_code: None,
             usage: None,
+            otlp_dropped_spans: None,
         })
         .unwrap();
     assert_eq!(r.seq, 4);

@@ -65,4 +65,5 @@ mod shell;
 mod store_cli;
 mod sync_cli;
 mod trace_export;
+mod trace_live;
 mod wait_cycles;

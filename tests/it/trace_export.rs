@@ -11,8 +11,22 @@ use serde_json::Value;
 
 use crate::support::{World, files_under, otel};
 
-/// `mur new --roster team`, plus `third`, which `helper` may call.
+/// [`chain_project`], launched with `--task`.
 fn chain(w: &World) -> PathBuf {
+    let project = chain_project(w);
+    let out = crate::support::ok(w.mur_in(&project).args([
+        "run",
+        "--roster",
+        "--task",
+        "Plan a picnic.",
+    ]));
+    assert!(out.status.success());
+    project
+}
+
+/// `mur new --roster team`, plus `third`, which `helper` may call; installed and
+/// approved (tests/it/trace_live.rs launches it too).
+pub(crate) fn chain_project(w: &World) -> PathBuf {
     let ok = crate::support::ok;
     ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
     let project = w.root.join("team");
@@ -44,15 +58,11 @@ fn chain(w: &World) -> PathBuf {
         .args(["install", "lead", "helper", "third"]));
     // A roster edited by hand is approved before it launches (docs/approval.md).
     ok(w.mur_in(&project).arg("approve"));
-    let out = ok(w
-        .mur_in(&project)
-        .args(["run", "--roster", "--task", "Plan a picnic."]));
-    assert!(out.status.success());
     project
 }
 
 /// The formation id every member's trace names.
-fn formation_id(home: &Path) -> String {
+pub(crate) fn formation_id(home: &Path) -> String {
     for file in files_under(&home.join(".murmur/records")) {
         if file.file_name().is_some_and(|n| n == "trace.jsonl") {
             let text = std::fs::read_to_string(&file).unwrap();
@@ -65,7 +75,7 @@ fn formation_id(home: &Path) -> String {
     panic!("no member trace");
 }
 
-fn export(w: &World, id: &str) -> String {
+pub(crate) fn export(w: &World, id: &str) -> String {
     let out = w.mur().args(["trace", "export", id]).output().unwrap();
     assert!(
         out.status.success(),

@@ -54,7 +54,11 @@ pub fn clean_mur() -> Command {
     as_installed(&mut cmd);
     for (name, _) in std::env::vars_os() {
         let text = name.to_string_lossy();
-        if text.starts_with("MURMUR_") || text.starts_with("MUR_TEST_") {
+        // Nor a developer's collector (live trace export, docs/trace.md).
+        if text.starts_with("MURMUR_")
+            || text.starts_with("MUR_TEST_")
+            || text.starts_with("OTEL_EXPORTER_OTLP_")
+        {
             cmd.env_remove(&name);
         }
     }

@@ -355,6 +355,7 @@ impl Launcher {
             workdir: w.proj.clone(),
             artifact_sha256: sha256.parse().unwrap(),
             deadline_unix_ms: None,
+            otlp: None,
         }
     }
 
