@@ -136,6 +136,9 @@ catalogue! {
     W_MAN_001 = "W-MAN-001", "Credential listed as passed",
         "`capabilities.env.allow` or `capabilities.shell.baseline_env` names a variable that `agent.api_key_env` or `network.authentication.bearer_env` also names. A credential reaches no component, harness or shell command (and the door's no delegated child either), whatever those lists say, so the name is not passed (docs/grants.md).",
         "Remove the name from `capabilities.env.allow` and `capabilities.shell.baseline_env`; give the executor a credential of its own under another name if it needs one.";
+    W_MAN_002 = "W-MAN-002", "Instructions file missing",
+        "`instructions:` names a file the capsule does not hold (a misspelled path, or a file left out), or one that is not UTF-8 text. The session starts, and the model runs without that system prompt. Said at every session start and by `mur doctor`.",
+        "Correct the path in murmur.yaml (relative to the capsule's folder, written with `/`) or add the file, then `mur sync` for an installed member.";
 
     // ---- E-NEW: mur new, scaffolding -----------------------------------------
     E_NEW_001 = "E-NEW-001", "Bad name for mur new",

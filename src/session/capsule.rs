@@ -30,11 +30,34 @@ impl Capsule {
     }
 
     /// The capsule's instructions file, read from its root (None when it has none or
-    /// it cannot be read).
+    /// it cannot be read: [`instructions_missing`] warned of that at the start).
     pub(crate) fn instructions(&self) -> Option<String> {
-        let rel = self.manifest.instructions.as_ref()?;
-        std::fs::read_to_string(self.root.join(rel)).ok()
+        self.read_instructions()?.ok()
     }
+
+    fn read_instructions(&self) -> Option<std::io::Result<String>> {
+        let rel = self.manifest.instructions.as_ref()?;
+        Some(std::fs::read_to_string(self.root.join(rel)))
+    }
+}
+
+/// W-MAN-002 when `instructions:` names a file the capsule does not hold, or one that
+/// is not UTF-8 text: the model would go without that system prompt, silently.
+pub(crate) fn instructions_missing(capsule: &Capsule) -> Option<Diagnostic> {
+    let err = capsule.read_instructions()?.err()?;
+    let rel = capsule.manifest.instructions.as_deref().unwrap_or_default();
+    let why = match err.kind() {
+        std::io::ErrorKind::NotFound => "the capsule holds no such file".to_string(),
+        std::io::ErrorKind::InvalidData => "it is not UTF-8 text".to_string(),
+        _ => err.to_string(),
+    };
+    Some(Diagnostic::new(
+        crate::catalogue::W_MAN_002,
+        format!(
+            "{}: `instructions: {rel}` cannot be read ({why}); the model runs without these instructions",
+            capsule.name
+        ),
+    ))
 }
 
 /// The murmur.yaml of `dir` (`mur run` with no --capsule). Never reads roster.yaml.
@@ -254,7 +277,7 @@ pub(crate) fn harness_not_confined(capsule: &Capsule) -> Option<Diagnostic> {
 /// What a session checks of its capsule before it takes a task, without starting it:
 /// its component files read and check (`Catalog::open`, as the start does), its model
 /// key is set (E-AGT-001), and, for a formation member that may call `callees`, W-RUN-008
-/// (no door known yet). Refusals are `Err`; W-RUN-008 and W-RUN-010 come back.
+/// (no door known yet). Refusals are `Err`; W-RUN-008, W-MAN-002 and W-RUN-010 come back.
 /// `mur doctor` asks this of every member, and of a single capsule's folder.
 pub(crate) fn checks(
     capsule: &Capsule,
@@ -274,6 +297,7 @@ pub(crate) fn checks(
             &capsule.manifest.capabilities.network.allow,
         ));
     }
+    warnings.extend(instructions_missing(capsule));
     warnings.extend(harness_not_confined(capsule));
     Ok(warnings)
 }

@@ -101,6 +101,9 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
     // Read and checked now (a core module or another world refuses the start);
     // compiled only when a call needs it.
     let components = crate::component::Catalog::open(&capsule.root, &capsule.manifest)?;
+    if let Some(w) = capsule::instructions_missing(&capsule) {
+        output::stderr_line(&w);
+    }
     if let Some(w) = capsule::harness_not_confined(&capsule) {
         output::stderr_line(&w);
     }

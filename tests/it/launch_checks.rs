@@ -291,3 +291,34 @@ fn doctor_in_a_single_capsule_folder_checks_that_capsule() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+#[test]
+fn a_misspelled_instructions_file_is_w_man_002_at_doctor_and_at_the_start() {
+    let w = World::new();
+    let dir = w.proj.join("solo");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("INSTRUCTIONS.md"), "Answer briefly.\n").unwrap();
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        "name: solo\nversion: 1.0.0\ndescription: d\ninstructions: INSTRUCTION.md\nagent:\n  transport: builtin\n",
+    )
+    .unwrap();
+    let out = w.mur_in(&dir).args(["doctor", "--json"]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        json.to_string().contains("W-MAN-002"),
+        "doctor names the missing file: {json:#}"
+    );
+    let run = w
+        .mur_in(&dir)
+        .args(["run", "--task", "x"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("W-MAN-002").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("`instructions: INSTRUCTION.md` cannot be read"),
+        "{stderr}"
+    );
+}
