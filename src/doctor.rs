@@ -119,6 +119,10 @@ pub(crate) fn report(a: &Admitted) -> String {
         crate::confine::net::Kernel::probe(),
         crate::confine::start::opt_out(false),
     );
+    s.push_str(&format!(
+        "  network tier: {}\n",
+        crate::confine::start::tier_line(&kernel)
+    ));
     for m in &a.members {
         let line = crate::confine::start::describe(&m.manifest, &kernel, opted_out);
         s.push_str(&format!("  {:width$}  {line}\n", m.name));

@@ -58,6 +58,7 @@ fn only_native_processes_need_the_kernel() {
     let none = Kernel {
         release: "5.4.0".into(),
         landlock_abi: 0,
+        netns: Ok(()),
     };
     let parse = |t: &str| crate::manifest::parse(t, std::path::Path::new("murmur.yaml")).unwrap();
     let wasm = parse("name: w\nversion: 0.1.0\ndescription: x\nagent:\n  transport: builtin\n");
@@ -71,6 +72,7 @@ fn only_native_processes_need_the_kernel() {
     let old = Kernel {
         release: "6.8.0".into(),
         landlock_abi: 4,
+        netns: Ok(()),
     };
     let e = check("s", &shell, false, &old).unwrap_err();
     assert!(
@@ -82,4 +84,89 @@ fn only_native_processes_need_the_kernel() {
     let (how, w) = check("s", &shell, true, &none).unwrap().unwrap();
     assert_eq!(how, "--unconfined");
     assert!(w.to_string().contains("W-RUN-011"), "{w}");
+}
+
+#[test]
+fn the_tier_is_netns_where_namespaces_work_and_landlock_otherwise() {
+    use super::net::{Kernel, Tier};
+    let mut k = Kernel {
+        release: "6.18.0".into(),
+        landlock_abi: 7,
+        netns: Ok(()),
+    };
+    assert_eq!(k.tier(), Some(Tier::Netns));
+    k.netns = Err("EPERM".into());
+    assert_eq!(k.tier(), Some(Tier::Landlock));
+    assert_eq!(
+        super::start::tier_line(&k),
+        "landlock (tier netns is not available: EPERM); cannot stop: a TCP connect to any address on the proxy's port (Landlock matches ports, not addresses); TLS contents"
+    );
+    k.landlock_abi = 0;
+    assert_eq!(k.tier(), None);
+    // This machine (and CI) has unprivileged user and network namespaces.
+    assert_eq!(Kernel::probe().netns, Ok(()), "the namespace probe");
+}
+
+/// Tier `netns` through each clone path: the child is in a network namespace of its
+/// own (not mur's), maps its uid to itself, and what it starts shares the namespace.
+#[rstest::rstest]
+#[tokio::test]
+async fn a_netns_child_has_a_namespace_of_its_own_on_every_clone_path(
+    #[values(
+        crate::spawn::Via::VforkClone3,
+        crate::spawn::Via::ForkClone3,
+        crate::spawn::Via::Clone
+    )]
+    via: crate::spawn::Via,
+) {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for d in ["work", "home/.murmur"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let files = crate::manifest::Files::default();
+    let plan = super::Plan::new(&super::Inputs {
+        workdir: &root.join("work"),
+        session_dirs: vec![],
+        capsule_read: vec![],
+        files: &files,
+        user_home: &root.join("home"),
+        murmur_home: &root.join("home/.murmur"),
+        network: vec![],
+    })
+    .unwrap();
+    let proxy = super::proxy::Proxy::start(vec![], std::sync::Arc::new(|_: &_| {}))
+        .await
+        .unwrap();
+    let prepared = plan.prepare_for(&proxy, super::net::Tier::Netns).unwrap();
+    assert_eq!(prepared.tier(), super::net::Tier::Netns);
+    let mut spawn = crate::spawn::Spawn::new("/bin/sh");
+    spawn
+        .args([
+            "-c",
+            "readlink /proc/self/ns/net; sh -c 'readlink /proc/self/ns/net'; cat /proc/self/uid_map",
+        ])
+        .confine(std::sync::Arc::new(prepared));
+    let mut child = spawn.start_with(None, via).unwrap().started().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    assert!(child.wait().await.unwrap().success(), "{out}");
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_ne!(lines[0], ours.to_str().unwrap(), "a namespace of its own");
+    assert_eq!(lines[0], lines[1], "what it starts shares it");
+    let uid = rustix::process::getuid().as_raw();
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        [uid.to_string(), uid.to_string(), "1".into()],
+        "the uid maps to itself"
+    );
 }
