@@ -95,6 +95,8 @@ vars! {
     MUR_TEST_LAUNCHER_BALLOON: Test;
     /// A whole number: the Landlock ABI mur takes the kernel to have (`0`: none), so a test reaches E-RUN-054 on a kernel that has Landlock.
     MUR_TEST_LANDLOCK_ABI: Test;
+    /// `landlock`: the confinement takes network tier `landlock` even where tier `netns` works, so both tiers are tested on one machine.
+    MUR_TEST_CONFINE_TIER: Test;
     /// The program the launcher starts for every member instead of `mur` itself.
     MUR_TEST_MEMBER_PROGRAM: Test;
     /// How every child is cloned: `fork-clone3` (the path aarch64 takes) or `clone` (where `clone3` is refused) instead of this machine's own.

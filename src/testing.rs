@@ -58,6 +58,14 @@ pub(crate) fn landlock_abi() -> Option<i32> {
         .ok()
 }
 
+/// `MUR_TEST_CONFINE_TIER`, when set: `landlock` turns tier `netns` off.
+pub(crate) fn confine_tier() -> Option<&'static str> {
+    static TIER: OnceLock<Option<String>> = OnceLock::new();
+    TIER.get_or_init(|| std::env::var(crate::env::MUR_TEST_CONFINE_TIER).ok())
+        .as_deref()
+        .map(str::trim)
+}
+
 /// `MUR_TEST_MEMBER_PROGRAM`, when set.
 pub(crate) fn member_program() -> Option<PathBuf> {
     std::env::var_os(MEMBER_PROGRAM_ENV).map(PathBuf::from)

@@ -8,8 +8,10 @@
 //! vfork-like child that shares the parent's memory.
 //!
 //! The network tier ([`net::Tier`]): connections leave only through the egress proxy
-//! ([`proxy`]), which mur runs outside the sandbox; Landlock lets the tree connect to
-//! the proxy's port only, and seccomp refuses every socket Landlock cannot see.
+//! ([`proxy`]), which mur runs outside the sandbox. Tier `netns`: the tree runs in a
+//! network namespace of its own with only loopback, where the proxy accepts on a
+//! listener the child made there. Both tiers: Landlock lets the tree connect to the
+//! proxy's port only, and seccomp refuses every socket Landlock cannot see.
 
 pub mod files;
 pub mod net;
@@ -170,7 +172,26 @@ impl Plan {
         Ok(Prepared {
             ruleset: files::ruleset(&rules)?,
             filter,
+            tier: net::Tier::Landlock,
+            netns: None,
         })
+    }
+
+    /// The kernel objects the child applies, in `tier`, for `proxy`: in tier `netns`
+    /// each confined child enters a network namespace of its own and hands `proxy` a
+    /// listener on its `127.0.0.1:<proxy port>` ([`proxy::Proxy::inlet`]); in tier
+    /// `landlock`, as [`Plan::prepare`]. The proxy variables are `proxy.env()` in both.
+    pub fn prepare_for(&self, proxy: &proxy::Proxy, tier: net::Tier) -> Result<Prepared, String> {
+        let port = proxy.addr().port();
+        let mut prepared = self.prepare(port)?;
+        if tier == net::Tier::Netns {
+            let inlet = proxy
+                .inlet()
+                .map_err(|e| format!("cannot open the proxy's inlet: {e}"))?;
+            prepared.tier = tier;
+            prepared.netns = Some(net::NetSetup::new(port, Some(inlet)));
+        }
+        Ok(prepared)
     }
 }
 
@@ -183,13 +204,25 @@ fn real(p: &Path) -> PathBuf {
 pub struct Prepared {
     ruleset: OwnedFd,
     filter: Vec<seccomp::Insn>,
+    tier: net::Tier,
+    /// Tier `netns`: what the child needs to enter its namespace.
+    netns: Option<net::NetSetup>,
+}
+
+impl Prepared {
+    /// The network tier the child gets.
+    pub fn tier(&self) -> net::Tier {
+        self.tier
+    }
 }
 
 /// Confines the calling process, and all it starts, for good. For the child side of a
 /// spawn: only raw system calls on `p`'s prepared data, no allocation, no lock.
 ///
-/// Order: no_new_privs (Landlock and seccomp need it unprivileged, and it stops a
-/// setuid binary from shedding them), then Landlock, then seccomp.
+/// Order: in tier `netns` the namespace step first ([`net::enter`]: it writes
+/// `/proc/self/uid_map`, makes a UDP socket and binds, which Landlock and seccomp would
+/// refuse), then no_new_privs (Landlock and seccomp need it unprivileged, and it stops
+/// a setuid binary from shedding them), then Landlock, then seccomp.
 #[allow(
     unsafe_code,
     reason = "the child step: raw prctl, landlock_restrict_self and seccomp calls on prepared data"
@@ -198,6 +231,9 @@ pub fn apply_in_child(p: &Prepared) -> Result<(), Errno> {
     // SAFETY: each call takes plain integers or a pointer to memory `p` owns, alive for
     // the call; none touches the allocator.
     unsafe {
+        if let Some(setup) = &p.netns {
+            net::enter(setup)?;
+        }
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(Errno::last());
         }

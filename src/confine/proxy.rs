@@ -15,6 +15,11 @@
 //! connect within [`DIAL_TIMEOUT`], a relay closed after [`IDLE_TIMEOUT`] without a
 //! byte either way.
 
+#![allow(
+    unsafe_code,
+    reason = "registering owned descriptors (the inlet, a member's pidfd) with tokio"
+)]
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,10 +64,38 @@ impl Decision {
     }
 }
 
-/// A running proxy; it stops when dropped.
+/// A running proxy; it stops when dropped, with every listener it was handed.
 pub struct Proxy {
     addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    /// The inlets' tasks (tier `netns`), aborted with the proxy.
+    inlets: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// What every listener of one proxy serves by: the allow list, the sink, the slots.
+struct Shared {
+    allow: Vec<String>,
+    sink: Sink,
+    slots: Arc<Semaphore>,
+}
+
+/// Accepts on `listener` and serves each connection, within the proxy's slots.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let Ok(permit) = shared.slots.clone().acquire_owned().await else {
+            return;
+        };
+        let Ok((conn, _)) = listener.accept().await else {
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            serve(conn, &shared.allow, &shared.sink).await;
+            drop(permit);
+        });
+    }
 }
 
 impl Proxy {
@@ -70,24 +103,57 @@ impl Proxy {
     pub async fn start(allow: Vec<String>, sink: Sink) -> std::io::Result<Proxy> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
-        let allow = Arc::new(allow);
-        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-        let task = tokio::spawn(async move {
+        let shared = Arc::new(Shared {
+            allow,
+            sink,
+            slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        });
+        let task = tokio::spawn(accept_loop(listener, shared.clone()));
+        Ok(Proxy {
+            addr,
+            task,
+            shared,
+            runtime: tokio::runtime::Handle::current(),
+            inlets: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Tier `netns`: a socketpair whose other end this proxy reads; returns the end a
+    /// confined child sends its `(listener, pidfd)` on (close-on-exec). The proxy
+    /// accepts on each listener it receives (inside that child's network namespace)
+    /// until the child exits, and dials out from its own. Callable from any thread.
+    pub fn inlet(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        let (ours, theirs) = super::net::socketpair()?;
+        rustix::io::ioctl_fionbio(&ours, true)?;
+        let shared = self.shared.clone();
+        let _guard = self.runtime.enter();
+        // SAFETY: the AsyncFd owns `ours` for as long as it is registered.
+        let ours =
+            unsafe { tokio::io::unix::AsyncFd::register(ours) }.map_err(|e| e.into_parts().1)?;
+        let task = self.runtime.spawn(async move {
+            use std::os::fd::AsRawFd;
+            let mut served = tokio::task::JoinSet::new();
             loop {
-                let Ok(permit) = slots.clone().acquire_owned().await else {
+                let Ok(mut ready) = ours.readable().await else {
                     return;
                 };
-                let Ok((conn, _)) = listener.accept().await else {
-                    continue;
-                };
-                let (allow, sink) = (allow.clone(), sink.clone());
-                tokio::spawn(async move {
-                    serve(conn, &allow, &sink).await;
-                    drop(permit);
-                });
+                match super::net::recv_listener(ours.get_ref().as_raw_fd()) {
+                    Ok(Some((listener, pidfd))) => {
+                        if let Some(fut) = serve_member(listener, pidfd, shared.clone()) {
+                            served.spawn(fut);
+                        }
+                    }
+                    Ok(None) => ready.clear_ready(),
+                    Err(_) => return,
+                }
+                while served.try_join_next().is_some() {}
             }
         });
-        Ok(Proxy { addr, task })
+        self.inlets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(task);
+        Ok(theirs)
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -119,7 +185,38 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.task.abort();
+        for t in self
+            .inlets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            t.abort();
+        }
     }
+}
+
+/// Serves a listener a confined child made in its namespace until that child (its
+/// pidfd) exits; then the listener closes, and with it mur's hold on the namespace.
+fn serve_member(
+    listener: std::os::fd::OwnedFd,
+    pidfd: std::os::fd::OwnedFd,
+    shared: Arc<Shared>,
+) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+    let listener = std::net::TcpListener::from(listener);
+    listener.set_nonblocking(true).ok()?;
+    let listener = TcpListener::from_std(listener).ok()?;
+    // SAFETY: the AsyncFd owns the pidfd for as long as it is registered.
+    let pidfd = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+    }
+    .ok()?;
+    Some(async move {
+        tokio::select! {
+            _ = accept_loop(listener, shared) => {}
+            _ = pidfd.readable() => {}
+        }
+    })
 }
 
 /// One client connection: one request, then (when allowed) a relay.

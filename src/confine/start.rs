@@ -1,7 +1,7 @@
 //! The start-time rule: a capsule that starts native processes runs only where they
 //! can be confined, or under an explicit, recorded opt-out.
 
-use super::net::Kernel;
+use super::net::{Kernel, Tier};
 use crate::catalogue::{E_RUN_054, W_RUN_011};
 use crate::diag::Diagnostic;
 use crate::manifest::{Manifest, Transport};
@@ -76,9 +76,15 @@ pub fn describe(m: &Manifest, kernel: &Kernel, opted_out: Option<&str>) -> Strin
         let missing = kernel.missing().unwrap_or_default();
         return format!("refused at start (E-RUN-054): this kernel lacks {missing}");
     };
-    let enforced = "files deny by default (reads included), TCP only to the egress proxy's port, UDP/raw/packet/MPTCP sockets and io_uring refused, signals and abstract sockets scoped to the tree, no ptrace outside it";
-    let not =
-        "the address of a TCP connect on the proxy's port (Landlock matches ports), TLS contents";
+    let enforced = match tier {
+        Tier::Netns => {
+            "a network namespace with only loopback (the egress proxy its one way out), files deny by default (reads included), TCP only to the proxy's port, UDP/raw/packet/MPTCP sockets and io_uring refused, signals and abstract sockets scoped to the tree, no ptrace outside it"
+        }
+        Tier::Landlock => {
+            "files deny by default (reads included), TCP only to the egress proxy's port, UDP/raw/packet/MPTCP sockets and io_uring refused, signals and abstract sockets scoped to the tree, no ptrace outside it"
+        }
+    };
+    let not = tier.gap();
     if APPLIED {
         format!(
             "tier {}: {what}; enforced: {enforced}; not enforced: {not}",
@@ -89,5 +95,20 @@ pub fn describe(m: &Manifest, kernel: &Kernel, opted_out: Option<&str>) -> Strin
             "tier {} planned, not yet applied by this build (W-RUN-010): {what} run unconfined",
             tier.as_str()
         )
+    }
+}
+
+/// The network tier this kernel gives and what it cannot stop, for `mur doctor` and
+/// the session's start line: `netns`, or `landlock` and why not `netns`.
+pub fn tier_line(kernel: &Kernel) -> String {
+    match (kernel.tier(), &kernel.netns) {
+        (None, _) => "none: no native process can be confined here (E-RUN-054)".into(),
+        (Some(t @ Tier::Netns), _) => format!("{}; cannot stop: {}", t.as_str(), t.gap()),
+        (Some(t), Err(why)) => format!(
+            "{} (tier netns is not available: {why}); cannot stop: {}",
+            t.as_str(),
+            t.gap()
+        ),
+        (Some(t), Ok(())) => format!("{}; cannot stop: {}", t.as_str(), t.gap()),
     }
 }

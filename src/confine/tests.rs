@@ -58,6 +58,7 @@ fn only_native_processes_need_the_kernel() {
     let none = Kernel {
         release: "5.4.0".into(),
         landlock_abi: 0,
+        netns: Ok(()),
     };
     let parse = |t: &str| crate::manifest::parse(t, std::path::Path::new("murmur.yaml")).unwrap();
     let wasm = parse("name: w\nversion: 0.1.0\ndescription: x\nagent:\n  transport: builtin\n");
@@ -71,6 +72,7 @@ fn only_native_processes_need_the_kernel() {
     let old = Kernel {
         release: "6.8.0".into(),
         landlock_abi: 4,
+        netns: Ok(()),
     };
     let e = check("s", &shell, false, &old).unwrap_err();
     assert!(
@@ -82,4 +84,25 @@ fn only_native_processes_need_the_kernel() {
     let (how, w) = check("s", &shell, true, &none).unwrap().unwrap();
     assert_eq!(how, "--unconfined");
     assert!(w.to_string().contains("W-RUN-011"), "{w}");
+}
+
+#[test]
+fn the_tier_is_netns_where_namespaces_work_and_landlock_otherwise() {
+    use super::net::{Kernel, Tier};
+    let mut k = Kernel {
+        release: "6.18.0".into(),
+        landlock_abi: 7,
+        netns: Ok(()),
+    };
+    assert_eq!(k.tier(), Some(Tier::Netns));
+    k.netns = Err("EPERM".into());
+    assert_eq!(k.tier(), Some(Tier::Landlock));
+    assert_eq!(
+        super::start::tier_line(&k),
+        "landlock (tier netns is not available: EPERM); cannot stop: a TCP connect to any address on the proxy's port (Landlock matches ports, not addresses); TLS contents"
+    );
+    k.landlock_abi = 0;
+    assert_eq!(k.tier(), None);
+    // This machine (and CI) has unprivileged user and network namespaces.
+    assert_eq!(Kernel::probe().netns, Ok(()), "the namespace probe");
 }

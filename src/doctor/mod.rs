@@ -163,6 +163,16 @@ pub(crate) fn report(a: &Admitted) -> String {
         crate::confine::net::Kernel::probe(),
         crate::confine::start::opt_out(false),
     );
+    // Only where something native runs: the tier is this machine's, not the roster's.
+    if a.members
+        .iter()
+        .any(|m| crate::confine::start::native(&m.manifest).is_some())
+    {
+        s.push_str(&format!(
+            "  network tier: {}\n",
+            crate::confine::start::tier_line(&kernel)
+        ));
+    }
     for m in &a.members {
         let line = crate::confine::start::describe(&m.manifest, &kernel, opted_out);
         s.push_str(&format!("  {:width$}  {line}\n", m.name));

@@ -255,3 +255,64 @@ fn a_program_is_found_as_a_shell_finds_it() {
     assert_eq!(find_program("no-such-program", here, "/bin"), None);
     assert_eq!(find_program("", here, "/bin"), None);
 }
+
+/// Tier `netns` through each clone path: the child is in a network namespace of its
+/// own (not mur's), maps its uid to itself, and what it starts shares the namespace.
+#[rstest::rstest]
+#[tokio::test]
+async fn a_netns_child_has_a_namespace_of_its_own_on_every_clone_path(
+    #[values(Via::VforkClone3, Via::ForkClone3, Via::Clone)] via: Via,
+) {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for d in ["work", "home/.murmur"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let files = crate::manifest::Files::default();
+    let plan = crate::confine::Plan::new(&crate::confine::Inputs {
+        workdir: &root.join("work"),
+        session_dirs: vec![],
+        capsule_read: vec![],
+        files: &files,
+        user_home: &root.join("home"),
+        murmur_home: &root.join("home/.murmur"),
+        network: vec![],
+    })
+    .unwrap();
+    let proxy = crate::confine::proxy::Proxy::start(vec![], std::sync::Arc::new(|_: &_| {}))
+        .await
+        .unwrap();
+    let prepared = plan
+        .prepare_for(&proxy, crate::confine::net::Tier::Netns)
+        .unwrap();
+    assert_eq!(prepared.tier(), crate::confine::net::Tier::Netns);
+    let mut spawn = Spawn::new("/bin/sh");
+    spawn
+        .args([
+            "-c",
+            "readlink /proc/self/ns/net; sh -c 'readlink /proc/self/ns/net'; cat /proc/self/uid_map",
+        ])
+        .confine(std::sync::Arc::new(prepared));
+    let mut child = spawn.start_with(None, via).unwrap().started().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    assert!(child.wait().await.unwrap().success(), "{out}");
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_ne!(lines[0], ours.to_str().unwrap(), "a namespace of its own");
+    assert_eq!(lines[0], lines[1], "what it starts shares it");
+    let uid = rustix::process::getuid().as_raw();
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        [uid.to_string(), uid.to_string(), "1".into()],
+        "the uid maps to itself"
+    );
+}

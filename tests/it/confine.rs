@@ -405,3 +405,95 @@ async fn the_spawner_applies_the_confinement_in_its_child_side() {
         "{out}"
     );
 }
+
+/// Runs `sh -c "<probe> checks…"` through the spawner, confined by `prepared`: the
+/// probe is a process the confined child starts. Its stdout and status.
+async fn spawn_probe_under_sh(
+    prepared: Arc<confine::Prepared>,
+    proxy: &Proxy,
+    cwd: &Path,
+    checks: &[String],
+) -> (bool, String) {
+    let mut script = format!("{}", probe().display());
+    for c in checks {
+        script.push_str(&format!(" '{c}'"));
+    }
+    let mut spawn = mur::spawn::Spawn::new("/bin/sh");
+    spawn
+        .args(["-c", &script])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .envs(proxy.env())
+        .current_dir(cwd)
+        .confine(prepared);
+    let mut child = spawn.spawn(None).expect("sh starts");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    (child.wait().await.unwrap().success(), out)
+}
+
+/// The two network tiers on one machine. Tier `netns`: a direct connect reaches
+/// nothing of the host's, not even a listener on the proxy's port number at another
+/// host address (Landlock alone lets that through: shown under tier `landlock`), and
+/// a public address has no route; the proxy still serves, UDP is still refused, the
+/// files are still Landlock's.
+#[tokio::test]
+async fn tier_netns_closes_the_port_only_gap_that_tier_landlock_leaves() {
+    use confine::net::{Kernel, Tier};
+    let kernel = Kernel::probe();
+    assert_eq!(
+        kernel.tier(),
+        Some(Tier::Netns),
+        "this machine (and CI) makes unprivileged namespaces: {:?}",
+        kernel.netns
+    );
+    let l = Layout::new();
+    let web = web().await;
+    let plan = l
+        .plan(&mur::manifest::Files::default(), vec!["127.0.0.1".into()])
+        .unwrap();
+    let proxy = Proxy::start(
+        plan.network.clone(),
+        Arc::new(|_: &confine::proxy::Decision| {}),
+    )
+    .await
+    .unwrap();
+    let port = proxy.addr().port();
+    // A host listener on the proxy's port number, at another loopback address.
+    let gap = std::net::TcpListener::bind(("127.0.0.2", port)).expect("bind 127.0.0.2");
+    let common = |gap_expect: &str| {
+        vec![
+            format!("read:{}=EACCES", l.p("home/.murmur/running/ses.token")),
+            format!("write:{}=ok", l.p("work/out")),
+            format!("connect:127.0.0.1:{web}=EACCES"),
+            format!("connect:127.0.0.2:{port}={gap_expect}"),
+            "udp:127.0.0.1:9=EPERM".to_string(),
+            format!("http:http://127.0.0.1:{web}/=200"),
+            format!("tunnel:127.0.0.1:{web}=200"),
+            "tunnel:blocked.example:443=403".to_string(),
+        ]
+    };
+    let work = l.root.join("work");
+
+    let netns = Arc::new(plan.prepare_for(&proxy, Tier::Netns).unwrap());
+    assert_eq!(netns.tier(), Tier::Netns);
+    let mut checks = common("ECONNREFUSED");
+    checks.push(format!("connect:192.0.2.1:{port}=ENETUNREACH"));
+    let (ok, out) = spawn_probe_under_sh(netns.clone(), &proxy, &work, &checks).await;
+    assert!(ok, "tier netns:\n{out}");
+    // A second tree gets a namespace (and a listener) of its own.
+    let (ok, out) = spawn_probe_under_sh(netns, &proxy, &work, &checks[..3]).await;
+    assert!(ok, "tier netns, again:\n{out}");
+
+    let landlock = Arc::new(plan.prepare_for(&proxy, Tier::Landlock).unwrap());
+    assert_eq!(landlock.tier(), Tier::Landlock);
+    let (ok, out) = spawn_probe_under_sh(landlock, &proxy, &work, &common("ok")).await;
+    assert!(ok, "tier landlock (the port-only gap is open):\n{out}");
+    drop(gap);
+}
