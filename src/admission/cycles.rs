@@ -18,36 +18,116 @@ fn waits(manifest: &Manifest) -> bool {
 }
 
 /// Every elementary cycle of the edges over `n` members, each starting at its lowest
-/// member index, lowest first. Rosters are small; the walk is capped all the same.
+/// member index, lowest first, at most [`MAX_REPORTED`]. Johnson's algorithm (1975):
+/// from each start only the members of its strongly connected component among the
+/// higher ones are walked, and a member stays blocked until a cycle through it is
+/// found, so the work grows with the cycles found, not with the paths. A plain walk of
+/// every path took hours on 64 members where `reachability: all` leaves the entry
+/// member on no cycle (admission's own bench; a roster can make mur hold the CPU).
 pub(super) fn cycles(n: usize, edges: &[(usize, usize)]) -> Vec<Vec<usize>> {
     let mut next: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut back: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &(f, t) in edges {
         next[f].push(t);
+        back[t].push(f);
     }
-    let mut found = Vec::new();
+    let mut walk = Walk {
+        next: &next,
+        allowed: vec![false; n],
+        blocked: vec![false; n],
+        blocks: vec![Vec::new(); n],
+        path: Vec::new(),
+        found: Vec::new(),
+    };
     for start in 0..n {
-        let mut path = vec![start];
-        walk(&next, start, &mut path, &mut found);
-        if found.len() >= MAX_REPORTED {
-            found.truncate(MAX_REPORTED);
+        // The start's component among the members from `start` on: reached from it
+        // and reaching it.
+        let from = reach(&next, start);
+        let to = reach(&back, start);
+        for v in 0..n {
+            walk.allowed[v] = v >= start && from[v] && to[v];
+            walk.blocked[v] = false;
+            walk.blocks[v].clear();
+        }
+        walk.circuit(start, start);
+        if walk.found.len() >= MAX_REPORTED {
             break;
         }
     }
-    found
+    walk.found.truncate(MAX_REPORTED);
+    walk.found
 }
 
-fn walk(next: &[Vec<usize>], start: usize, path: &mut Vec<usize>, found: &mut Vec<Vec<usize>>) {
-    let Some(&at) = path.last() else { return };
-    for &to in &next[at] {
-        if found.len() >= MAX_REPORTED {
-            return;
+/// The members reached from `start` over `next`, `start` among them, counting only
+/// members from `start` on.
+fn reach(next: &[Vec<usize>], start: usize) -> Vec<bool> {
+    let mut seen = vec![false; next.len()];
+    let mut stack = vec![start];
+    seen[start] = true;
+    while let Some(v) = stack.pop() {
+        for &w in &next[v] {
+            if w >= start && !seen[w] {
+                seen[w] = true;
+                stack.push(w);
+            }
         }
-        if to == start {
-            found.push(path.clone());
-        } else if to > start && !path.contains(&to) {
-            path.push(to);
-            walk(next, start, path, found);
-            path.pop();
+    }
+    seen
+}
+
+/// Johnson's walk from one start: the path so far, who is blocked, and whom unblocking
+/// each member unblocks.
+struct Walk<'a> {
+    next: &'a [Vec<usize>],
+    allowed: Vec<bool>,
+    blocked: Vec<bool>,
+    blocks: Vec<Vec<usize>>,
+    path: Vec<usize>,
+    found: Vec<Vec<usize>>,
+}
+
+impl Walk<'_> {
+    /// Whether a cycle back to `start` was found through `v`.
+    fn circuit(&mut self, v: usize, start: usize) -> bool {
+        let next = self.next;
+        let mut closed = false;
+        self.path.push(v);
+        self.blocked[v] = true;
+        for &w in &next[v] {
+            if self.found.len() >= MAX_REPORTED {
+                break;
+            }
+            if !self.allowed[w] {
+                continue;
+            }
+            if w == start {
+                self.found.push(self.path.clone());
+                closed = true;
+            } else if !self.blocked[w] && self.circuit(w, start) {
+                closed = true;
+            }
+        }
+        if closed {
+            self.unblock(v);
+        } else {
+            for &w in &next[v] {
+                if self.allowed[w] && !self.blocks[w].contains(&v) {
+                    self.blocks[w].push(v);
+                }
+            }
+        }
+        self.path.pop();
+        closed
+    }
+
+    fn unblock(&mut self, v: usize) {
+        let mut stack = vec![v];
+        while let Some(u) = stack.pop() {
+            if !self.blocked[u] {
+                continue;
+            }
+            self.blocked[u] = false;
+            stack.append(&mut self.blocks[u]);
         }
     }
 }
@@ -68,10 +148,14 @@ pub(super) fn deadlocks(
     manifests: &[&Manifest],
     edges: &[(usize, usize)],
 ) -> (Vec<Vec<usize>>, Vec<Diagnostic>) {
-    let cycles: Vec<Vec<usize>> = cycles(roster.members.len(), edges)
-        .into_iter()
-        .filter(|c| c.iter().all(|&i| waits(manifests[i])))
+    // Only the edges between members that wait: the cap then counts only cycles that
+    // can deadlock, which cycles through a member that never waits would crowd out.
+    let waiting: Vec<(usize, usize)> = edges
+        .iter()
+        .copied()
+        .filter(|&(f, t)| waits(manifests[f]) && waits(manifests[t]))
         .collect();
+    let cycles = cycles(roster.members.len(), &waiting);
     let warnings = cycles
         .iter()
         .map(|cycle| {

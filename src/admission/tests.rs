@@ -262,6 +262,42 @@ fn every_elementary_cycle_is_found_once() {
 }
 
 #[test]
+fn a_dense_roster_whose_entry_is_on_no_cycle_is_walked_to_the_cap() {
+    // `reachability: all` over 64 members: the entry calls every member and none calls
+    // it, so no cycle starts at 0; every other pair is a cycle. A walk of every path
+    // from 0 never ended (admission's bench, 2026-12-08); Johnson's stops at the cap.
+    let n = 64;
+    let edges: Vec<(usize, usize)> = (0..n)
+        .flat_map(|f| (1..n).filter(move |&t| t != f).map(move |t| (f, t)))
+        .collect();
+    let found = cycles::cycles(n, &edges);
+    assert_eq!(found.len(), 32);
+    assert!(
+        found.iter().all(|c| c[0] == 1 && !c.contains(&0)),
+        "{found:?}"
+    );
+    // Every one elementary: no member twice.
+    for c in &found {
+        let mut sorted = c.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), c.len(), "{c:?}");
+    }
+}
+
+#[test]
+fn the_cycles_of_a_ring_with_chords_are_each_found_once() {
+    // 0→1→2→3→0 plus chords 1→3 and 3→1: cycles 0123, 013, 123, 13.
+    let edges = [(0, 1), (1, 2), (2, 3), (3, 0), (1, 3), (3, 1)];
+    let mut found = cycles::cycles(4, &edges);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![vec![0, 1, 2, 3], vec![0, 1, 3], vec![1, 2, 3], vec![1, 3]]
+    );
+}
+
+#[test]
 fn a_crowded_member_on_a_wait_cycle_is_told_to_break_it_not_to_queue() {
     // `all`: e calls b and c, and b and c call each other.
     let (roster, bound) = setup(&["e:pa", "b:pa", "c:pa"], "reachability: all\n");
