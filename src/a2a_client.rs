@@ -323,8 +323,9 @@ impl Guard {
     }
 }
 
-type Framed = dyn Stream<Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<ClientError>>>
-    + Send;
+type Framed = dyn Stream<
+        Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<ClientError>>,
+    > + Send;
 
 /// A stream's events, each the `result` of its JSON-RPC response.
 pub struct Events {

@@ -74,7 +74,11 @@ fn chunked(text: &'static str, sizes: &'static [usize], written: Arc<Mutex<usize
             Some((Ok::<_, std::io::Error>(chunk), (end, turn + 1)))
         }
     });
-    ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(chunks)).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(chunks),
+    )
+        .into_response()
 }
 
 async fn read_all(mut events: Events) -> Vec<Result<Value, ClientError>> {
@@ -100,14 +104,19 @@ async fn events_split_across_chunks_and_data_on_several_lines_read_whole() {
         let got = read_all(events).await;
         assert_eq!(got, expected(), "chunk sizes {sizes:?}");
         let min = STREAM.len() / sizes.iter().max().unwrap();
-        assert!(*written.lock().unwrap() >= min, "{sizes:?}: the server wrote it in chunks");
+        assert!(
+            *written.lock().unwrap() >= min,
+            "{sizes:?}: the server wrote it in chunks"
+        );
     }
 }
 
 #[tokio::test]
 async fn a_stream_that_is_not_utf8_breaks_instead_of_buffering() {
     let url = server(|_| {
-        let body = Body::from(&b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1}\n\ndata: \xff\xfe\n\n"[..]);
+        let body = Body::from(
+            &b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1}\n\ndata: \xff\xfe\n\n"[..],
+        );
         ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
     })
     .await;
@@ -192,8 +201,14 @@ async fn refusals_map_to_one_error_each() {
         code: -32004,
         message: "already ended".into(),
     };
-    assert_eq!(door("http").call("M", json!({})).await, Err(refused.clone()));
-    assert_eq!(door("http").stream("M", json!({})).await.err(), Some(refused));
+    assert_eq!(
+        door("http").call("M", json!({})).await,
+        Err(refused.clone())
+    );
+    assert_eq!(
+        door("http").stream("M", json!({})).await.err(),
+        Some(refused)
+    );
     assert_eq!(door("rpc").call("M", json!({})).await, Err(rpc.clone()));
     assert_eq!(door("rpc").stream("M", json!({})).await.err(), Some(rpc));
     for case in ["garbage", "big"] {
@@ -208,5 +223,8 @@ async fn refusals_map_to_one_error_each() {
     drop(gone);
     let url = Url::parse(&format!("http://{addr}/?secret=q")).unwrap();
     let err = endpoint(url).call("M", json!({})).await.unwrap_err();
-    assert!(matches!(&err, ClientError::Unreachable(t) if !t.contains("secret=q")), "{err:?}");
+    assert!(
+        matches!(&err, ClientError::Unreachable(t) if !t.contains("secret=q")),
+        "{err:?}"
+    );
 }
