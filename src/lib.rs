@@ -18,6 +18,7 @@
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod a2a;
+pub mod a2a_client;
 pub mod admission;
 pub mod agent;
 pub(crate) mod approval;

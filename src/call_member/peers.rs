@@ -74,8 +74,7 @@ impl Peers {
         tokens: Vec<(MemberName, FormationToken)>,
         allow: Vec<String>,
     ) -> Result<Peers, reqwest::Error> {
-        let client = crate::door::client()
-            .connect_timeout(Duration::from_secs(10))
+        let client = crate::a2a_client::http()
             .pool_idle_timeout(POOL_IDLE)
             .build()?;
         Ok(Peers {

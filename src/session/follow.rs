@@ -3,8 +3,8 @@
 //! token); the watch is opened first, the trace file is read, and the stream's
 //! records after the file's last `seq` follow, so none is missed or shown twice.
 
-use futures_util::StreamExt;
-
+use crate::a2a;
+use crate::a2a_client::{Endpoint, Events};
 use crate::catalogue::{E_RUN_002, E_RUN_007};
 use crate::diag::{Diagnostic, Result};
 use crate::output;
@@ -54,15 +54,11 @@ async fn one(s: &Followed, running: &RunningDir, json: bool) -> Result<()> {
         .records
         .last()
         .is_some_and(|r| matches!(r.event, Event::SessionEnd { .. }));
-    let Some(response) = stream.filter(|_| !ended) else {
+    let Some(mut events) = stream.filter(|_| !ended) else {
         return Ok(());
     };
-    let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
-    while let Some(Ok(event)) = events.next().await {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(&event.data) else {
-            continue;
-        };
-        let Ok(record) = serde_json::from_value::<Record>(value["result"].clone()) else {
+    while let Some(Ok(result)) = events.next().await {
+        let Ok(record) = serde_json::from_value::<Record>(result) else {
             continue;
         };
         if record.seq <= last {
@@ -78,28 +74,21 @@ async fn one(s: &Followed, running: &RunningDir, json: bool) -> Result<()> {
 }
 
 /// Opens `murmur.WatchSession` on the session's door; returns once subscribed.
-async fn watch(door: &str, token: &str, id: &str) -> Result<reqwest::Response> {
+async fn watch(door: &str, token: &str, id: &str) -> Result<Events> {
     let failed = |e: String| {
         Diagnostic::new(
             E_RUN_007,
             format!("cannot follow {id} at its door {door}: {e}"),
         )
     };
-    let client = crate::door::client()
+    let http = crate::a2a_client::http()
         .build()
         .map_err(|e| failed(e.to_string()))?;
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "murmur.WatchSession", "params": {}});
-    let response = client
-        .post(format!("{}/", door.trim_end_matches('/')))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
+    Endpoint::at(http, door, token)
+        .map_err(|e| failed(e.to_string()))?
+        .stream(a2a::WATCH_SESSION, serde_json::json!({}))
         .await
-        .map_err(|e| failed(e.to_string()))?;
-    if !response.status().is_success() {
-        return Err(failed(format!("HTTP {}", response.status())));
-    }
-    Ok(response)
+        .map_err(|e| failed(e.to_string()))
 }
 
 fn show(s: &Followed, record: &Record, json: bool) {

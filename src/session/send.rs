@@ -3,8 +3,10 @@
 //! streams them, prints the result, and exits with the task's outcome (docs/run.md).
 
 use clap::Args;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
+
+use crate::a2a;
+use crate::a2a_client::{ClientError, Endpoint};
 
 use crate::catalogue::{E_RUN_002, E_RUN_003, E_RUN_007};
 use crate::diag::{Diagnostic, Result};
@@ -66,45 +68,18 @@ fn find(running: &RunningDir, typed: &str) -> Result<RunningRecord> {
 /// `SendStreamingMessage`, then each event as it comes.
 async fn stream_task(door: &str, token: &str, session: &str, task: &str) -> Result<i32> {
     let failed = |what: String| Diagnostic::new(E_RUN_007, what);
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-        "params": {"message": {
-            "messageId": format!("mur-send-{}", uuid::Uuid::now_v7().simple()),
-            "role": "ROLE_USER",
-            "parts": [{"text": task}],
-        }},
-    });
-    let client = crate::door::client()
+    let http = crate::a2a_client::http()
         .build()
         .map_err(|e| failed(format!("cannot make an HTTP client: {e}")))?;
-    let response = client
-        .post(format!("{}/", door.trim_end_matches('/')))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
+    let endpoint = Endpoint::at(http, door, token).map_err(|e| failed(e.to_string()))?;
+    let message = a2a::Message::text(a2a::Role::User, task);
+    let mut events = endpoint
+        .stream(a2a::SEND_STREAMING_MESSAGE, json!({"message": message}))
         .await
-        .map_err(|e| failed(format!("{session}'s door {door} did not answer: {e}")))?;
-    let is_stream = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if !is_stream {
-        let status = response.status();
-        let text = response.text().await.unwrap_or_default();
-        return Err(refusal(session, status.as_u16(), &text));
-    }
-    let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
+        .map_err(|e| refusal(session, door, e))?;
     let mut seen = Seen::default();
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| failed(format!("the stream from {door} broke: {e}")))?;
-        let Ok(value) = serde_json::from_str::<Value>(&event.data) else {
-            continue;
-        };
-        if value.get("error").is_some() {
-            return Err(refusal(session, 200, &event.data));
-        }
-        seen.take(&value["result"]);
+        seen.take(&event.map_err(|e| refusal(session, door, e))?);
     }
     let Some(state) = seen.state.clone() else {
         return Err(failed(format!(
@@ -192,28 +167,20 @@ fn texts(parts: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// The door refused the call: its JSON-RPC error or HTTP status, quoted.
-fn refusal(session: &str, status: u16, body: &str) -> Diagnostic {
-    let why = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            let e = v.get("error")?;
-            Some(format!(
-                "{} ({})",
-                e["message"].as_str().unwrap_or("error"),
-                e["code"]
-            ))
-        })
-        .unwrap_or_else(|| {
-            format!(
-                "HTTP {status}: {}",
-                body.chars().take(200).collect::<String>()
-            )
-        });
-    Diagnostic::new(
-        E_RUN_007,
-        format!("{session}'s door did not take the task: {why}"),
-    )
+/// The door did not answer, refused the task (its JSON-RPC error or HTTP status), or
+/// its stream broke.
+fn refusal(session: &str, door: &str, e: ClientError) -> Diagnostic {
+    let what = match e {
+        ClientError::Unreachable(_) | ClientError::TimedOut(_) => {
+            format!("{session}'s door {door} did not answer: {e}")
+        }
+        ClientError::Broken(_) => format!("{session}'s door {door}: {e}"),
+        ClientError::Rpc { code, message } => {
+            format!("{session}'s door did not take the task: {message} ({code})")
+        }
+        e => format!("{session}'s door did not take the task: {e}"),
+    };
+    Diagnostic::new(E_RUN_007, what)
 }
 
 #[cfg(test)]
