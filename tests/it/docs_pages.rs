@@ -132,8 +132,64 @@ fn the_local_model_how_to_s_manifests_are_accepted() {
     }
 }
 
+/// The words of one line of a how-to's `sh` block, as sh splits them: quotes group,
+/// `#` outside them starts a comment.
+fn words(line: &str) -> Vec<String> {
+    let (mut out, mut word, mut quote, mut started) = (Vec::new(), String::new(), None, false);
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => (quote, started) = (Some(c), true),
+            (None, '#') if !started => break,
+            (None, c) if c.is_whitespace() => {
+                if started {
+                    out.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            (None, c) => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        out.push(word);
+    }
+    out
+}
+
+/// Runs a how-to's `sh` block as printed, from `dir`: `cd` moves, every other line is
+/// a `mur` command (a page's block holds nothing else this runs), each but the last
+/// succeeding. The last one's output.
+fn run_sh(w: &World, block: &str, mut dir: PathBuf) -> std::process::Output {
+    let lines: Vec<Vec<String>> = block.lines().map(words).filter(|l| !l.is_empty()).collect();
+    let mut last = None;
+    for (i, line) in lines.iter().enumerate() {
+        match line[0].as_str() {
+            "cd" => dir = dir.join(&line[1]),
+            "mur" => {
+                let out = w.mur_in(&dir).args(&line[1..]).output().unwrap();
+                assert!(
+                    i + 1 == lines.len() || out.status.success(),
+                    "{line:?}: {}",
+                    stderr(&out)
+                );
+                last = Some(out);
+            }
+            other => panic!("a how-to's sh block runs `{other}`, which this test cannot"),
+        }
+    }
+    last.unwrap()
+}
+
 #[test]
 fn the_process_harness_how_to_runs_as_written() {
+    assert_eq!(
+        words("mur run --task \"Hello, harness.\"  # a comment"),
+        ["mur", "run", "--task", "Hello, harness."]
+    );
     let text = page("howto-process-harness.md");
     let w = World::new();
     let manifest = &blocks(&text, "yaml")[0];
@@ -141,15 +197,9 @@ fn the_process_harness_how_to_runs_as_written() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
     std::fs::write(dir.join("harness.py"), &blocks(&text, "python")[0]).unwrap();
-    let task = "Hello, harness.";
-    assert!(text.contains(&format!("mur run --task \"{task}\"")));
-    let out = w
-        .mur_in(&dir)
-        .args(["run", "--task", task])
-        .output()
-        .unwrap();
+    let out = run_sh(&w, &blocks(&text, "sh")[0], w.proj.clone());
     assert!(out.status.success(), "{}", stderr(&out));
-    let reversed: String = task.chars().rev().collect();
+    let reversed: String = "Hello, harness.".chars().rev().collect();
     assert_eq!(stdout(&out), format!("completed\n{reversed}\n"));
     assert!(
         text.contains(&format!("`{reversed}`")),
@@ -159,6 +209,44 @@ fn the_process_harness_how_to_runs_as_written() {
         stderr(&out).contains("warning[W-RUN-010]"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// "Call tools": the page's formation, its lead's `agent:` block and harness, and its
+/// commands, as printed. call-member's result is a placeholder; the answer arrives as
+/// a `reply` line after the harness's turn ends.
+#[test]
+fn the_process_harness_how_to_s_call_tools_run_in_a_formation() {
+    let text = page("howto-process-harness.md");
+    let sh = blocks(&text, "sh");
+    assert_eq!(sh.len(), 3, "reverser, the formation, its run");
+    let w = World::new();
+    let made = run_sh(&w, &sh[1], w.proj.clone());
+    assert!(made.status.success(), "{}", stderr(&made));
+    let lead = w.proj.join("team/lead");
+    let file = lead.join("murmur.yaml");
+    let manifest = std::fs::read_to_string(&file).unwrap();
+    // "put this `agent:` block in place of the one there"
+    let at = manifest.find("\nagent:\n").unwrap() + 1;
+    let end = at + manifest[at..].find("\n\n").unwrap() + 1;
+    let agent = &blocks(&text, "yaml")[1];
+    assert!(agent.starts_with("agent:\n"), "{agent}");
+    let edited = format!("{}{agent}{}", &manifest[..at], &manifest[end..]);
+    assert!(edited.contains("transport: process") && !edited.contains("transport: builtin"));
+    std::fs::write(&file, edited).unwrap();
+    std::fs::write(lead.join("harness.py"), &blocks(&text, "python")[1]).unwrap();
+    let out = run_sh(&w, &sh[2], w.proj.clone());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = stdout(&out);
+    assert!(answer.starts_with("completed\n"), "{answer}");
+    assert!(
+        answer.contains("Answers from the members you called")
+            && answer.contains("member:helper (completed, task tsk_"),
+        "{answer}"
+    );
+    assert!(
+        text.contains("`member:helper (completed, …)`"),
+        "the page shows it"
     );
 }
 
