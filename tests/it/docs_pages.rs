@@ -264,19 +264,11 @@ fn the_wasm_tool_how_to_s_capsule_and_command_run() {
         dir.join("tools/shout.wasm"),
     )
     .unwrap();
-    let command = blocks(&text, "sh")
-        .iter()
-        .flat_map(|b| b.lines().map(str::to_string).collect::<Vec<_>>())
-        .find(|l| l.starts_with("mur run --task '"))
+    let run = blocks(&text, "sh")
+        .into_iter()
+        .find(|b| b.contains("mur run --task '"))
         .unwrap();
-    let task = command
-        .trim_start_matches("mur run --task '")
-        .trim_end_matches('\'');
-    let out = w
-        .mur_in(&dir)
-        .args(["run", "--task", task])
-        .output()
-        .unwrap();
+    let out = run_sh(&w, &run, w.proj.clone());
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = &blocks(&text, "text")[0];
     assert_eq!(stdout(&out), shown.replace("HELLO, TOOL", "hello, tool"));
