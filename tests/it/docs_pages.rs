@@ -347,3 +347,47 @@ fn user_pages_name_no_code_paths() {
         ["x::y", "e"]
     );
 }
+
+/// The door how-to, as printed, against a live formation: its `mur run --roster` (with
+/// `--json`, to read the ids), its two `mur send` lines with the example ids replaced
+/// by the live ones, and its curl block in bash, `ses=` set to the live session.
+#[test]
+fn the_door_how_to_s_commands_reach_a_live_formation() {
+    let text = page("howto-door.md");
+    let sh = blocks(&text, "sh");
+    assert_eq!(sh.len(), 3, "run, send, curl");
+    let run = words(sh[0].lines().nth(1).unwrap());
+    assert_eq!(run, ["mur", "run", "--roster"]);
+    let (w, project) = crate::first_hour::team();
+    let (mut launcher, ready) = w.launch_json(&project);
+    let frm = ready["formation_id"].as_str().unwrap();
+    let helper = ready["members"][1]["session_id"].as_str().unwrap();
+    let example_frm = "frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071";
+    let example_ses = "ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081";
+    let live = |block: &str| block.replace(example_frm, frm).replace(example_ses, helper);
+    for line in live(&sh[1]).lines() {
+        let out = w.mur().args(&words(line)[1..]).output().unwrap();
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+        assert!(stderr(&out).contains(": completed"), "{}", stderr(&out));
+        assert!(!stdout(&out).trim().is_empty(), "the answer on stdout");
+    }
+    let mur_dir = crate::support::clean::mur_built()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!("{}:{}", mur_dir.display(), std::env::var("PATH").unwrap());
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(live(&sh[2]))
+        .env("HOME", &w.home)
+        .env("PATH", path)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    assert!(printed.contains("team-helper"), "the Agent Card: {printed}");
+    assert!(printed.contains("TASK_STATE_COMPLETED"), "{printed}");
+    crate::support::ok(w.mur().args(["stop", frm]));
+    assert_eq!(launcher.wait().unwrap().code(), Some(0));
+}
