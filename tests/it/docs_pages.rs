@@ -108,30 +108,6 @@ fn name_of(manifest: &str) -> &str {
         .trim()
 }
 
-#[test]
-fn the_local_model_how_to_s_manifests_are_accepted() {
-    let w = World::new();
-    let manifests = blocks(&page("howto-local-model.md"), "yaml");
-    assert_eq!(manifests.len(), 2, "ollama and llama.cpp");
-    for manifest in &manifests {
-        assert!(
-            manifest.contains("transport: http")
-                && manifest.contains("base_url: \"http://127.0.0.1:")
-        );
-        let dir = w.proj.join(name_of(manifest));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
-        let out = w
-            .mur()
-            .args(["pack"])
-            .arg(&dir)
-            .args(["--out", "dist"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{manifest}\n{}", stderr(&out));
-    }
-}
-
 /// The words of one line of a how-to's `sh` block, as sh splits them: quotes group,
 /// `#` outside them starts a comment.
 fn words(line: &str) -> Vec<String> {
@@ -390,4 +366,84 @@ fn the_door_how_to_s_commands_reach_a_live_formation() {
     assert!(printed.contains("TASK_STATE_COMPLETED"), "{printed}");
     crate::support::ok(w.mur().args(["stop", frm]));
     assert_eq!(launcher.wait().unwrap().code(), Some(0));
+}
+
+/// A stand-in for ollama and llama-server: chat completions on 127.0.0.1, answering
+/// `Parks.` (streamed when the request asks), recording each request's model.
+async fn local_model() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use axum::response::IntoResponse;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let got = seen.clone();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move |axum::Json(body): axum::Json<serde_json::Value>| {
+            let got = got.clone();
+            async move {
+                got.lock().unwrap().push(body["model"].as_str().unwrap_or("").to_string());
+                if body["stream"] == true {
+                    let event = serde_json::json!({"choices": [{"index": 0, "delta": {"content": "Parks."}}]});
+                    (
+                        [("content-type", "text/event-stream")],
+                        format!("data: {event}\n\ndata: [DONE]\n\n"),
+                    )
+                        .into_response()
+                } else {
+                    axum::Json(serde_json::json!({"choices": [{"index": 0, "message":
+                        {"role": "assistant", "content": "Parks."}}]}))
+                    .into_response()
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (addr, seen)
+}
+
+/// The local-model how-to's manifests and its `mur run --task` block, as printed, with
+/// `base_url`'s port replaced by a stand-in's (ollama and llama-server do not run here:
+/// their own blocks are the one part of the page no test runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_how_to_s_capsules_answer_on_a_local_server() {
+    let text = page("howto-local-model.md");
+    let run = blocks(&text, "sh")
+        .into_iter()
+        .find(|b| b.starts_with("mur run --task"))
+        .unwrap();
+    let manifests = blocks(&text, "yaml");
+    assert_eq!(manifests.len(), 2, "ollama and llama.cpp");
+    for manifest in manifests {
+        let w = World::new();
+        let (addr, seen) = local_model().await;
+        let port = manifest
+            .split("base_url: \"http://127.0.0.1:")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap()
+            .to_string();
+        let dir = w.proj.join(name_of(&manifest));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("murmur.yaml"),
+            manifest.replace(&format!("127.0.0.1:{port}/"), &format!("{addr}/")),
+        )
+        .unwrap();
+        let (w, run, dir) = (std::sync::Arc::new(w), run.clone(), dir.clone());
+        let ran = w.clone();
+        let out = tokio::task::spawn_blocking(move || run_sh(&ran, &run, dir))
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{manifest}\n{}", stderr(&out));
+        assert_eq!(stdout(&out), "completed\nParks.\n", "{manifest}");
+        let model = manifest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("model: "))
+            .unwrap()
+            .to_string();
+        assert_eq!(*seen.lock().unwrap(), [model]);
+    }
 }
