@@ -248,9 +248,9 @@ fn not_installed(m: &Member, project: &Path) -> (String, String) {
         "{} {} is installed in neither the project store nor the global store",
         m.capsule, m.version
     );
-    let others: Vec<String> = store::list(project)
-        .unwrap_or_default()
-        .into_iter()
+    let installed = store::list(project).unwrap_or_default();
+    let others: Vec<String> = installed
+        .iter()
         .filter(|i| m.capsule == i.name.as_str())
         .map(|i| format!("{} ({})", i.version, i.store))
         .collect();
@@ -258,7 +258,22 @@ fn not_installed(m: &Member, project: &Path) -> (String, String) {
         "Install it with `mur install <capsule folder or .mur.zip>` in the roster's folder \
          (or with --global), then run `mur doctor` again.",
     );
-    if !others.is_empty() {
+    let guess = crate::diag::closest(
+        m.capsule.as_str(),
+        installed.iter().map(|i| i.name.as_str()),
+    );
+    if let (true, Some(guess)) = (others.is_empty(), guess) {
+        let versions: Vec<&str> = installed
+            .iter()
+            .filter(|i| i.name == guess)
+            .map(|i| i.version.as_str())
+            .collect();
+        hint = format!(
+            "Did you mean `{guess}`? It is installed at {}; or {}",
+            versions.join(", "),
+            lowercase_first(&hint)
+        );
+    } else if !others.is_empty() {
         hint = format!(
             "{} is installed at {}; name one of those versions, or {}",
             m.capsule,

@@ -165,11 +165,53 @@ fn snippet(loc: &Location) -> Option<String> {
     ))
 }
 
+/// The candidate closest to `wrong` when one is close enough to be its likely slip (a
+/// letter dropped, added, changed or two swapped; another case): what every "did you
+/// mean" hint offers. Close enough: at most one edit per three characters of `wrong`
+/// (at least one), by Damerau-Levenshtein distance ignoring case. The nearest wins; of
+/// equals, the first. `None` when none is that close, or `wrong` is itself a candidate.
+pub(crate) fn closest<'a>(
+    wrong: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let lower = wrong.to_lowercase();
+    let bound = (wrong.chars().count() / 3).max(1);
+    let mut best: Option<(usize, &'a str)> = None;
+    for candidate in candidates {
+        if candidate == wrong {
+            return None;
+        }
+        let distance = strsim::damerau_levenshtein(&lower, &candidate.to_lowercase());
+        if distance <= bound && best.is_none_or(|(d, _)| distance < d) {
+            best = Some((distance, candidate));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
 pub type Result<T, E = Diagnostic> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod snippet_tests {
     use super::*;
+
+    #[test]
+    fn closest_offers_the_likely_slip_and_nothing_far() {
+        let names = ["local/reviewer", "local/writer", "local/team-lead"];
+        assert_eq!(closest("local/reviewr", names), Some("local/reviewer"));
+        assert_eq!(closest("local/wrtier", names), Some("local/writer"));
+        assert_eq!(closest("Local/Writer", names), Some("local/writer"));
+        assert_eq!(closest("local/nothing", names), None);
+        assert_eq!(closest("local/writer", names), None, "itself is no slip");
+        assert_eq!(closest("ab", ["xy"]), None);
+        assert_eq!(closest("ab", ["ac"]), Some("ac"));
+        assert_eq!(
+            closest("helpr", ["helper", "help"]),
+            Some("helper"),
+            "the first of equals"
+        );
+        assert_eq!(closest("x", std::iter::empty()), None);
+    }
 
     #[test]
     fn the_source_line_is_quoted_with_a_caret_under_the_column() {

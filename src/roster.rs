@@ -593,12 +593,16 @@ fn rules_name_members(roster: &Roster) -> Result<(), Refusal> {
             let runs = roster.members.iter().find(|m| {
                 m.capsule == *name || m.capsule.as_str().rsplit('/').next() == Some(name)
             });
-            let hint = match runs {
-                Some(m) => format!(
+            let hint = match (runs, crate::diag::closest(name, names.iter().copied())) {
+                (Some(m), _) => format!(
                     "Rules name members, not capsules: did you mean `{}`, the member that runs {}?",
                     m.name, m.capsule
                 ),
-                None => format!(
+                (None, Some(guess)) => format!(
+                    "Did you mean `{guess}`? Members of this roster: {}.",
+                    names.join(", ")
+                ),
+                (None, None) => format!(
                     "Name a member of this roster by its `name`: {}.",
                     names.join(", ")
                 ),

@@ -42,13 +42,20 @@ pub(super) fn check_named<R: Read + Seek>(
     for (key, rel, world) in named {
         let name = rel.trim_start_matches("./");
         let Some(bytes) = entry(archive, name) else {
-            let mut d = Diagnostic::new(
+            let d = Diagnostic::new(
                 E_MAN_007,
                 format!("murmur.yaml names `{rel}`, a file the capsule does not hold"),
-            )
-            .hint(format!(
-                "Add {rel} to the capsule folder (build it first), or fix the path."
-            ));
+            );
+            let held: Vec<String> = archive
+                .file_names()
+                .filter_map(|n| n.ok().map(|n| n.into_owned()))
+                .collect();
+            let mut d = d.hint(match crate::diag::closest(name, held.iter().map(String::as_str)) {
+                Some(guess) => format!(
+                    "Did you mean `{guess}`? Or add {rel} to the capsule folder (build it first)."
+                ),
+                None => format!("Add {rel} to the capsule folder (build it first), or fix the path."),
+            });
             d = match line_of(&String::from_utf8_lossy(&text), key, rel) {
                 Some((line, column)) => d.at(Location::new(&inner, line, column)),
                 None => d.in_file(&inner),

@@ -422,6 +422,21 @@ fn refused_by_checks_2_to_5(
 }
 
 #[test]
+fn a_misspelled_rule_member_gets_the_member_meant() {
+    let r = refused(
+        "roster_version: 1\nmembers:\n  - {name: a, capsule: s/a, version: '1', entry: true}\n  - {name: writer, capsule: local/coder, version: '1'}\nreachability:\n  - {from: a, to: [wrtier]}\n",
+        E_ROS_004,
+        6,
+        20,
+        "`wrtier`",
+    );
+    assert_eq!(
+        r.diagnostic.hint_text(),
+        "Did you mean `writer`? Members of this roster: a, writer."
+    );
+}
+
+#[test]
 fn unknown_rule_member_that_is_a_capsule_gets_a_hint() {
     let r = refused(
         "roster_version: 1\nmembers:\n  - {name: a, capsule: s/a, version: '1', entry: true}\n  - {name: writer, capsule: local/coder, version: '1'}\nreachability:\n  - {from: a, to: [local/coder]}\n",

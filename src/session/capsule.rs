@@ -131,7 +131,8 @@ pub(crate) fn version_for(project: &Path, name: &str) -> Result<String> {
 }
 
 /// E-RUN-001, with a guess when one fits: the scoped name of a bare one (`c1` →
-/// `local/c1`), or the versions of that name that are installed.
+/// `local/c1`), the versions of that name that are installed, or the installed name a
+/// misspelled one is closest to (`local/reviewr` → `local/reviewer`).
 fn not_installed(stores: &Stores, name: &str, version: &str) -> Diagnostic {
     let refusal = Diagnostic::new(
         E_RUN_001,
@@ -172,6 +173,20 @@ fn not_installed(stores: &Stores, name: &str, version: &str) -> Diagnostic {
         return refusal.hint(format!(
             "{name} is installed at {}; `mur ls` lists every version.",
             named(name).join(", ")
+        ));
+    }
+    // A misspelled name: the installed one it is closest to, scoped or bare.
+    let names = installed.iter().map(|i| i.name.as_str());
+    let guess = if name.contains('/') {
+        crate::diag::closest(name, names)
+    } else {
+        let bare = crate::diag::closest(name, names.clone().filter_map(|n| n.rsplit('/').next()));
+        bare.and_then(|b| names.clone().find(|n| n.rsplit('/').next() == Some(b)))
+    };
+    if let Some(guess) = guess {
+        return refusal.hint(format!(
+            "Did you mean `{guess}`? It is installed at {}; `mur ls` lists every capsule.",
+            named(guess).join(", ")
         ));
     }
     refusal

@@ -26,6 +26,7 @@ mod crash;
 mod delegation;
 mod delegation_limits;
 mod descendants;
+mod did_you_mean;
 mod docs_pages;
 mod door_a2a;
 mod door_auth;

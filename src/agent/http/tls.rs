@@ -95,8 +95,7 @@ impl std::fmt::Display for Fault {
         match self {
             Fault::Certificate(why) => write!(
                 f,
-                "certificate error: the server's TLS certificate was refused ({why}); a \
-                 private CA goes in agent.ca_file or SSL_CERT_FILE"
+                "certificate error: the server's TLS certificate was refused: {why}"
             ),
             Fault::Unreachable(why) => write!(f, "cannot connect: {why}"),
             Fault::Dropped(why) => write!(f, "the connection dropped: {why}"),
@@ -118,8 +117,10 @@ pub(super) fn fault(e: &reqwest::Error) -> Fault {
         loop {
             if let Some(tls) = layer.downcast_ref::<rustls::Error>() {
                 return match tls {
-                    rustls::Error::InvalidCertificate(_)
-                    | rustls::Error::NoCertificatesPresented => Fault::Certificate(tls.to_string()),
+                    rustls::Error::InvalidCertificate(why) => Fault::Certificate(in_words(why)),
+                    rustls::Error::NoCertificatesPresented => {
+                        Fault::Certificate("the server presented no certificate".into())
+                    }
                     other => Fault::Other(format!("TLS error: {other}")),
                 };
             }
@@ -156,4 +157,86 @@ pub(super) fn fault(e: &reqwest::Error) -> Fault {
     } else {
         Fault::Other(text)
     }
+}
+
+/// The command that makes a self-signed certificate a TLS client accepts for
+/// localhost: `openssl req -x509`'s usual line, plus what a server's own certificate
+/// must hold (a subjectAltName for the host; not a CA).
+pub(super) const SELF_SIGNED: &str = "openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
+     -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -addext basicConstraints=critical,CA:FALSE \
+     -keyout key.pem -out cert.pem -days 365";
+
+/// A refused certificate's problem in words, with what fixes it (never a Rust debug
+/// string: rustls shows some problems only so).
+fn in_words(e: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    let make = format!(
+        "a self-signed one made with `{SELF_SIGNED}` serves localhost and 127.0.0.1 once \
+         cert.pem is named in agent.ca_file"
+    );
+    match e {
+        C::UnknownIssuer => format!(
+            "it was not issued by a CA mur trusts (a self-signed certificate, or a private \
+             CA's). Name that CA's certificate, or the self-signed certificate itself, in \
+             agent.ca_file or in the file {SSL_CERT_FILE} names"
+        ),
+        C::NotValidForNameContext {
+            expected,
+            presented,
+        } => {
+            let host = expected.to_str();
+            match presented.as_slice() {
+                [] => format!(
+                    "it names no host: it has no subjectAltName, and a TLS client reads no other \
+                     field (the CN is not read). Make it with a subjectAltName for {host}; {make}"
+                ),
+                names => format!(
+                    "it is for {}, not for {host}: its subjectAltName must name {host}; {make}",
+                    names.iter().map(|n| san(n)).collect::<Vec<_>>().join(", ")
+                ),
+            }
+        }
+        C::NotValidForName => format!("it is not for this host; {make}"),
+        C::Other(other) => match other.0.downcast_ref::<webpki::Error>() {
+            Some(webpki::Error::CaUsedAsEndEntity) => format!(
+                "it is a CA certificate (basicConstraints CA:TRUE, what `openssl req -x509` \
+                 makes by default), and a server may not present a CA certificate as its own. \
+                 Make the server's certificate with CA:FALSE and a subjectAltName for the \
+                 host; {make}"
+            ),
+            Some(webpki::Error::UnsupportedCriticalExtension) => {
+                "it has a critical extension mur does not know".into()
+            }
+            _ => e.to_string(),
+        },
+        C::Expired | C::ExpiredContext { .. } => {
+            format!("it has expired ({e}); the server needs a new one")
+        }
+        C::NotValidYet | C::NotValidYetContext { .. } => {
+            format!("it is not valid yet ({e}); check this machine's clock")
+        }
+        C::InvalidPurpose | C::InvalidPurposeContext { .. } => {
+            format!("it is not for a TLS server: its extendedKeyUsage lacks serverAuth ({e})")
+        }
+        C::BadSignature => "its signature does not verify with its issuer's key".into(),
+        C::BadEncoding => "it is not a well-formed certificate".into(),
+        C::Revoked => "it has been revoked".into(),
+        C::UnhandledCriticalExtension => "it has a critical extension mur does not know".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A subjectAltName entry as the verifier shows it (`DnsName("example.com")`,
+/// `IpAddress(10.0.0.1)`), as a person writes it.
+fn san(shown: &str) -> String {
+    let inner = |prefix: &str| {
+        shown
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix(')'))
+            .map(|r| r.trim_matches('"').to_string())
+    };
+    inner("DnsName(")
+        .or_else(|| inner("IpAddress("))
+        .or_else(|| inner("UniformResourceIdentifier(").map(|u| format!("the URI {u}")))
+        .unwrap_or_else(|| shown.to_string())
 }

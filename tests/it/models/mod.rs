@@ -247,6 +247,31 @@ pub(crate) fn server_tls(ca: &Ca, names: &[&str]) -> Arc<rustls::ServerConfig> {
         rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
             .unwrap();
     let cert = params.signed_by(&key, &ca.issuer).unwrap();
+    serving(&cert, &key)
+}
+
+/// A self-signed certificate with CN=localhost, as `openssl req -x509 -subj
+/// /CN=localhost` makes it: a CA (`basicConstraints` CA:TRUE, openssl's default) or not
+/// (CA:FALSE), with a subjectAltName for `names` (none by default). Its PEM, and a
+/// server config that presents it.
+pub(crate) fn self_signed(is_ca: bool, names: &[&str]) -> (String, Arc<rustls::ServerConfig>) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap();
+    params.is_ca = if is_ca {
+        rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained)
+    } else {
+        rcgen::IsCa::ExplicitNoCa
+    };
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "localhost");
+    let cert = params.self_signed(&key).unwrap();
+    (cert.pem(), serving(&cert, &key))
+}
+
+fn serving(cert: &rcgen::Certificate, key: &rcgen::KeyPair) -> Arc<rustls::ServerConfig> {
     let der = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)

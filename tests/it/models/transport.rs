@@ -342,3 +342,104 @@ async fn a_wrong_certificate_is_named_a_certificate_error() {
         "{reason}"
     );
 }
+
+/// The usual `openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost` line makes
+/// a CA certificate with no subjectAltName. Each way it is refused is said in words,
+/// never as a Rust debug string, and the command the words give makes one that works.
+#[tokio::test]
+async fn a_self_signed_certificate_is_refused_in_words_with_a_command_that_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let (usual, tls) = self_signed(true, &[]);
+    let reason = |tls: Arc<rustls::ServerConfig>, ca: Option<&str>| {
+        let pem = ca.map(|pem| write_pem(dir.path(), pem));
+        async move {
+            let s = Server::start(vec![ok(message("secure"))], Some(tls)).await;
+            let mut c = config(&s);
+            c.ca_file = pem;
+            let o = Run::new(c).send("x").await;
+            assert!(s.bodies().is_empty());
+            failed(&o).to_string()
+        }
+    };
+    let in_words = |reason: &str| {
+        assert!(
+            reason.contains(": certificate error: the server's TLS certificate was refused: it "),
+            "{reason}"
+        );
+        for debug in ["Other(", "OtherError", "CaUsedAsEndEntity", "Context {"] {
+            assert!(!reason.contains(debug), "{reason}");
+        }
+    };
+    // In agent.ca_file or not: a CA certificate may not serve as the server's own.
+    let ca = reason(tls.clone(), Some(&usual)).await;
+    in_words(&ca);
+    assert!(
+        ca.contains("it is a CA certificate (basicConstraints CA:TRUE")
+            && ca.contains("once cert.pem is named in agent.ca_file"),
+        "{ca}"
+    );
+    let untrusted = reason(tls, None).await;
+    assert_eq!(
+        untrusted.split_once(": certificate").unwrap().1,
+        ca.split_once(": certificate").unwrap().1
+    );
+    // A server certificate no CA mur trusts issued: name it in agent.ca_file.
+    let (_, tls) = self_signed(false, &["127.0.0.1"]);
+    let unknown = reason(tls, None).await;
+    in_words(&unknown);
+    assert!(
+        unknown.contains("it was not issued by a CA mur trusts")
+            && unknown.contains("the self-signed certificate itself, in agent.ca_file"),
+        "{unknown}"
+    );
+    // Not a CA, but naming no host.
+    let (pem, tls) = self_signed(false, &[]);
+    let nameless = reason(tls, Some(&pem)).await;
+    in_words(&nameless);
+    assert!(
+        nameless.contains("it names no host: it has no subjectAltName"),
+        "{nameless}"
+    );
+    // For another host.
+    let (pem, tls) = self_signed(false, &["example.com", "10.0.0.1"]);
+    let other = reason(tls, Some(&pem)).await;
+    in_words(&other);
+    assert!(
+        other.contains("it is for example.com, 10.0.0.1, not for 127.0.0.1"),
+        "{other}"
+    );
+    // The command each names makes, option for option, a certificate that works.
+    let command = ca
+        .split('`')
+        .find(|c| c.starts_with("openssl req -x509 -newkey"))
+        .unwrap();
+    for said in [&nameless, &other] {
+        assert!(said.contains(command), "{said}");
+    }
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/agent.md"));
+    assert!(
+        page.unwrap().contains(&format!("```sh\n{command}\n```")),
+        "docs/agent.md shows it"
+    );
+    let args: Vec<&str> = command.split_whitespace().collect();
+    let addext: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "-addext")
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(addext.len(), 2, "{command}");
+    let names: Vec<&str> = addext[0]
+        .strip_prefix("subjectAltName=")
+        .unwrap()
+        .split(',')
+        .map(|n| n.split_once(':').unwrap().1)
+        .collect();
+    assert_eq!(names, ["localhost", "127.0.0.1"]);
+    assert_eq!(addext[1], "basicConstraints=critical,CA:FALSE");
+    assert!(args.windows(2).any(|w| w == ["-subj", "/CN=localhost"]));
+    let (pem, tls) = self_signed(false, &names);
+    let s = Server::start(vec![ok(message("secure"))], Some(tls)).await;
+    let mut c = config(&s);
+    c.ca_file = Some(write_pem(dir.path(), &pem));
+    assert_eq!(completed(&Run::new(c).send("x").await), "secure");
+}
