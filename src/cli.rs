@@ -76,9 +76,12 @@ pub enum Command {
     /// Send SIGTERM to a session (ses_…), or to a formation's launcher (frm_…).
     #[command(after_help = "Example:\n  mur stop frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071")]
     Stop(Later<session::ops::StopArgs>),
-    /// List live sessions; with -a every session recorded.
+    /// List the live sessions of this project; with -a every session of every project.
     #[command(after_help = "Examples:\n  mur ps\n  mur ps -a --json")]
-    Ps(Later<session::ops::PsArgs>),
+    Ps(Later<session::ps::PsArgs>),
+    /// Print what a session or formation member wrote to stderr, its harness's too.
+    #[command(after_help = "Examples:\n  mur logs helper\n  mur logs ses_0199d5a0c3b4 -f")]
+    Logs(Later<session::logs::LogsArgs>),
     /// Read traces: `mur trace show <ses_id|frm_id>`.
     #[command(
         after_help = "Examples:\n  mur trace show frm_0199d5a0c1a07d2f8e1b2c3d4e5f6071\n  mur trace show ses_0199d5a0c3b47c1e9a2b3c4d5e6f7081 --follow"
@@ -92,7 +95,10 @@ pub enum Command {
         after_help = "Example:\n  mur kube job --image registry.example/team:1 --task \"Plan a picnic.\" > job.yaml"
     )]
     Kube(Later<crate::kube::KubeArgs>),
-    /// Print a shell completion script.
+    /// Remove what no installed capsule uses from ~/.murmur/cache: `mur cache prune`.
+    #[command(after_help = "Example:\n  mur cache prune")]
+    Cache(Later<session::cache::CacheArgs>),
+    /// Print a shell completion script (in bash, live ids complete too).
     #[command(
         after_help = "Example:\n  mur completions bash > ~/.local/share/bash-completion/completions/mur"
     )]
@@ -102,6 +108,9 @@ pub enum Command {
         after_help = "Examples:\n  mur man | man -l -\n  mur man --dir ~/.local/share/man/man1"
     )]
     Man(Later<ManArgs>),
+    /// The live ids a completion script offers (`mur completions`).
+    #[command(name = "__complete", hide = true)]
+    Complete(Later<session::complete::CompleteArgs>),
     /// The watcher of a formation's cgroup, started by the launcher (docs/design/descendants.md).
     #[command(name = "formation-watch", hide = true)]
     FormationWatch(Later<crate::cgroup::WatchArgs>),
@@ -177,10 +186,13 @@ impl Command {
             Command::Send(_) => "send",
             Command::Stop(_) => "stop",
             Command::Ps(_) => "ps",
+            Command::Logs(_) => "logs",
             Command::Trace(_) => "trace",
             Command::Doctor(_) => "doctor",
             Command::Kube(_) => "kube",
+            Command::Cache(_) => "cache",
             Command::Completions(_) => "completions",
+            Command::Complete(_) => session::complete::COMMAND,
             Command::Man(_) => "man",
             Command::FormationWatch(_) => crate::cgroup::WATCH_COMMAND,
         }
@@ -202,14 +214,21 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Run(Later(args)) => session::run(&args),
         Command::Send(Later(args)) => session::send::send(&args),
         Command::Stop(Later(args)) => session::ops::stop(&args),
-        Command::Ps(Later(args)) => session::ops::ps(&args),
+        Command::Ps(Later(args)) => session::ps::ps(&args),
+        Command::Logs(Later(args)) => session::logs::logs(&args),
         Command::Trace(Later(args)) => session::ops::trace(&args),
+        Command::Cache(Later(args)) => session::cache::run(&args),
+        Command::Complete(Later(args)) => session::complete::complete(&args),
         Command::Doctor(Later(args)) => doctor::run(&args),
         Command::FormationWatch(Later(args)) => crate::cgroup::watch(&args),
         Command::Completions(Later(args)) => {
             let mut script = Vec::new();
             clap_complete::generate(args.shell, &mut Cli::command(), "mur", &mut script);
-            crate::output::stdout_text(&String::from_utf8_lossy(&script));
+            let mut text = String::from_utf8_lossy(&script).into_owned();
+            if args.shell == clap_complete::Shell::Bash {
+                text.push_str(session::complete::BASH_IDS);
+            }
+            crate::output::stdout_text(&text);
             Ok(0)
         }
         Command::Man(Later(args)) => man(&args),

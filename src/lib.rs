@@ -67,6 +67,7 @@ pub mod signals;
 pub mod spawn;
 pub mod store;
 pub mod sync;
+pub(crate) mod table;
 pub(crate) mod testing;
 pub mod timing;
 pub(crate) mod tls;

@@ -9,8 +9,11 @@
 //! [`stdout_line`] returns false.
 //!
 //! stderr lines (diagnostics, warnings, status) go to `logs/bootstrap.log` in the
-//! session's records once stderr is gone and [`set_bootstrap_log`] named it (spec: "to
-//! the peer's own logs/bootstrap.log once the launcher is gone").
+//! session's records once stderr is gone and [`set_logs`] named the folder (spec: "to
+//! the peer's own logs/bootstrap.log once the launcher is gone"). From then on each is
+//! also appended to `logs/stderr.log`, whether stderr took it or not: what `mur logs`
+//! prints of a session. The first lines, written before, are held and copied there
+//! when it is named.
 //!
 //! The one log sink: `main` calls [`install_log_sink`], so every `tracing::warn!` (or
 //! `error!`, any level) in mur reaches stderr as `[mur <command>] warning: …`, through
@@ -29,11 +32,16 @@ use tracing_subscriber::layer::Layer;
 /// The name of the diagnostics log in a records directory's `logs/`.
 pub const BOOTSTRAP_LOG: &str = "bootstrap.log";
 
+/// The copy of every stderr line a session wrote once its records existed.
+pub const STDERR_LOG: &str = "stderr.log";
+
 /// The process's stdout and stderr are one each, so their state is too.
 static STATE: Mutex<State> = Mutex::new(State {
     stdout_gone: false,
     stderr_gone: false,
     bootstrap: None,
+    tee: None,
+    early: Vec::new(),
     progress: None,
 });
 
@@ -81,6 +89,10 @@ struct State {
     stderr_gone: bool,
     /// `<records>/logs/bootstrap.log`, once the records directory exists.
     bootstrap: Option<PathBuf>,
+    /// `<records>/logs/stderr.log`, open for appending, once the records exist.
+    tee: Option<std::fs::File>,
+    /// The first stderr lines, until [`set_logs`] copies them into stderr.log.
+    early: Vec<String>,
     /// The progress line shown at the bottom of a terminal, if any.
     progress: Option<String>,
 }
@@ -143,10 +155,25 @@ pub fn progress(line: Option<&str>) {
     state.progress = line.map(String::from);
 }
 
-/// Where stderr lines go once stderr is gone.
-pub fn set_bootstrap_log(path: PathBuf) {
-    state().bootstrap = Some(path);
+/// A session's `logs/` folder: stderr lines go to its bootstrap.log once stderr is
+/// gone, and each is copied into its stderr.log from now on. A stderr.log that cannot
+/// be opened is not made (`mur logs` then shows none).
+pub fn set_logs(dir: &Path) {
+    let tee = crate::fsutil::open_private(&dir.join(STDERR_LOG), crate::fsutil::Open::Append);
+    let mut state = state();
+    state.bootstrap = Some(dir.join(BOOTSTRAP_LOG));
+    state.tee = tee.ok();
+    let early = std::mem::take(&mut state.early);
+    if let Some(tee) = &mut state.tee {
+        for line in &early {
+            let _ = write_line(tee, line);
+        }
+    }
 }
+
+/// At most this many stderr lines are held for stderr.log before it is named (a
+/// process that is no session names none).
+const EARLY_LINES: usize = 64;
 
 impl State {
     fn line_to(&mut self, out: &mut dyn Write, line: &dyn Display) -> bool {
@@ -160,6 +187,14 @@ impl State {
     }
 
     fn diag_to(&mut self, err: &mut dyn Write, line: &dyn Display) {
+        match &mut self.tee {
+            // A copy that cannot be written is no reason to lose the line itself.
+            Some(tee) => {
+                let _ = write_line(tee, line);
+            }
+            None if self.early.len() < EARLY_LINES => self.early.push(line.to_string()),
+            None => {}
+        }
         if !self.stderr_gone {
             if write_line(err, line).is_ok() {
                 return;
@@ -361,6 +396,8 @@ mod tests {
             stdout_gone: false,
             stderr_gone: false,
             bootstrap: None,
+            tee: None,
+            early: Vec::new(),
             progress: None,
         }
     }
@@ -412,6 +449,24 @@ mod tests {
             err.0[0].windows(2).any(|w| w == b"\n "),
             "the hint is on a line of its own"
         );
+    }
+
+    #[test]
+    fn every_line_is_copied_to_stderr_log_once_the_logs_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = fresh();
+        s.diag_to(&mut Vec::new(), &"before the records");
+        s.tee =
+            crate::fsutil::open_private(&dir.path().join(STDERR_LOG), crate::fsutil::Open::Append)
+                .ok();
+        assert_eq!(s.early, vec!["before the records".to_string()]);
+        s.early.clear();
+        let mut err = Vec::new();
+        s.diag_to(&mut err, &"warning[W-RUN-010]: native");
+        s.diag_to(&mut Closed, &"status: failed");
+        assert_eq!(err, b"warning[W-RUN-010]: native\n");
+        let text = std::fs::read_to_string(dir.path().join(STDERR_LOG)).unwrap();
+        assert_eq!(text, "warning[W-RUN-010]: native\nstatus: failed\n");
     }
 
     #[test]

@@ -12,16 +12,21 @@
 //! - [`task`]: one task through the agent loop;
 //! - [`ends`]: how a session ends (signals, lifeline, deadline) and what it exits with;
 //! - [`retain`]: `trace.retain` over the capsule's earlier sessions;
-//! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
+//! - [`ops`]: `mur stop` and `mur trace show`; [`ps`]: `mur ps`; [`logs`]: `mur logs`;
+//!   [`complete`]: the live ids shell completion offers; [`cache`]: `mur cache prune`.
 
+pub(crate) mod cache;
 pub(crate) mod capsule;
+pub(crate) mod complete;
 pub(crate) mod ends;
 pub(crate) mod follow;
 pub(crate) mod formation;
 pub(crate) mod lifecycle;
 pub(crate) mod live;
+pub(crate) mod logs;
 pub(crate) mod ops;
 pub(crate) mod pick;
+pub(crate) mod ps;
 pub(crate) mod resume;
 pub(crate) mod send;
 pub(crate) mod serve;

@@ -1,4 +1,4 @@
-//! `mur stop`, `mur ps` and `mur trace show`: the commands that find sessions through
+//! `mur stop` and `mur trace show`: the commands that find sessions through
 //! their running records (`~/.murmur/running/`) and their records directories.
 
 use clap::{Args, Subcommand};
@@ -20,17 +20,6 @@ pub struct StopArgs {
     /// A session id (`ses_…`) or a formation id (`frm_…`), or a prefix of one that no
     /// other id shares. Without it: the one formation running in this folder.
     pub id: Option<String>,
-}
-
-// `mur ps`
-#[derive(Debug, Clone, Args)]
-pub struct PsArgs {
-    /// One JSON array of the running records (with --all, of every session listed).
-    #[arg(long)]
-    pub json: bool,
-    /// Every session the records hold, ended ones too, newest first.
-    #[arg(short, long)]
-    pub all: bool,
 }
 
 // `mur trace …`
@@ -246,152 +235,6 @@ fn ending(records: &Records) -> String {
     }
 }
 
-/// Lists live sessions, oldest first; with `--all` every session, newest first.
-pub(crate) fn ps(args: &PsArgs) -> Result<i32> {
-    let live = RunningDir::default().list()?;
-    if args.all {
-        return ps_all(args, &live);
-    }
-    if args.json {
-        let text = serde_json::to_string_pretty(&live).unwrap_or_else(|_| "[]".into());
-        output::stdout_line(text);
-        return Ok(0);
-    }
-    if live.is_empty() {
-        output::stderr_line("no running sessions");
-        return Ok(0);
-    }
-    output::stdout_line(format_args!(
-        "{:<40} {:>7}  {:<28} {:<24} FORMATION",
-        "SESSION", "PID", "CAPSULE", "DOOR"
-    ));
-    for r in &live {
-        if !output::stdout_line(ps_line(r)) {
-            break;
-        }
-    }
-    Ok(0)
-}
-
-fn ps_line(r: &RunningRecord) -> String {
-    let formation = match (&r.formation_id, &r.formation_member) {
-        (Some(f), Some(m)) => format!("{f} ({m})"),
-        (Some(f), None) => format!("{f} (by hand)"),
-        _ => "-".to_string(),
-    };
-    format!(
-        "{:<40} {:>7}  {:<28} {:<24} {formation}",
-        r.session_id,
-        r.pid,
-        format!("{} {}", r.capsule, r.version),
-        r.door_url.as_deref().unwrap_or("-"),
-    )
-}
-
-/// One session as its records tell it, for `mur ps --all`.
-#[derive(Debug, Clone, serde::Serialize)]
-struct Listed {
-    session_id: String,
-    /// When its first `session_start` was written.
-    started_at: String,
-    capsule: String,
-    version: String,
-    /// `running`, the word of its last `session_end` (`ok`, `failed`, …), or `killed`
-    /// for a trace that ends without one.
-    status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    formation_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    formation_member: Option<String>,
-    records_dir: std::path::PathBuf,
-}
-
-fn ps_all(args: &PsArgs, live: &[RunningRecord]) -> Result<i32> {
-    let formations = paths::formations_dir();
-    let mut listed: Vec<Listed> = records::find_sessions(&paths::records_root())
-        .iter()
-        .filter_map(|r| listed(r, live, &formations))
-        .collect();
-    // Session ids sort by time.
-    listed.sort_by(|a, b| b.session_id.cmp(&a.session_id));
-    if args.json {
-        let text = serde_json::to_string_pretty(&listed).unwrap_or_else(|_| "[]".into());
-        output::stdout_line(text);
-        return Ok(0);
-    }
-    if listed.is_empty() {
-        output::stderr_line("no sessions recorded");
-        return Ok(0);
-    }
-    output::stdout_line(format_args!(
-        "{:<40} {:<24} {:<28} {:<16} FORMATION",
-        "SESSION", "STARTED", "CAPSULE", "STATUS"
-    ));
-    for l in &listed {
-        let formation = match (&l.formation_id, &l.formation_member) {
-            (Some(f), Some(m)) => format!("{f} ({m})"),
-            _ => "-".into(),
-        };
-        let line = format!(
-            "{:<40} {:<24} {:<28} {:<16} {formation}",
-            l.session_id,
-            l.started_at,
-            format!("{} {}", l.capsule, l.version),
-            l.status
-        );
-        if !output::stdout_line(line) {
-            break;
-        }
-    }
-    Ok(0)
-}
-
-/// A session from its trace; `None` for one that does not read, or whose formation
-/// directory took it (see `Start::lost_with`).
-fn listed(r: &Records, live: &[RunningRecord], formations: &std::path::Path) -> Option<Listed> {
-    let read = trace::read(&r.trace_path()).ok()?;
-    let first = read.records.first()?;
-    let Event::SessionStart {
-        session_id,
-        capsule,
-        workdir,
-        formation_id,
-        formation_member,
-        ..
-    } = &first.event
-    else {
-        return None;
-    };
-    let start = Start {
-        formation_id: formation_id.clone(),
-        member: formation_member.clone(),
-        workdir: workdir.clone(),
-    };
-    if start.lost_with(formations) {
-        return None;
-    }
-    let status = if live.iter().any(|l| &l.session_id == session_id) {
-        "running".to_string()
-    } else {
-        match read.records.last().map(|r| &r.event) {
-            Some(Event::SessionEnd { exit_status, .. }) => {
-                crate::session::ends::status_word(*exit_status).to_string()
-            }
-            _ => "killed".to_string(),
-        }
-    };
-    Some(Listed {
-        session_id: session_id.clone(),
-        started_at: first.ts.clone(),
-        capsule: capsule.name.clone(),
-        version: capsule.version.clone(),
-        status,
-        formation_id: formation_id.clone(),
-        formation_member: formation_member.clone(),
-        records_dir: r.dir.clone(),
-    })
-}
-
 /// `mur trace show`.
 pub(crate) fn trace(args: &TraceArgs) -> Result<i32> {
     match &args.command {
@@ -459,7 +302,7 @@ fn export(id: &str, output: Option<&std::path::Path>) -> Result<i32> {
 
 /// The sessions `typed` names (a whole id or a unique prefix, `session::pick`): one
 /// session, or every member session of a formation; with the id it named.
-fn sessions_of(typed: &str) -> Result<(String, Vec<Records>)> {
+pub(super) fn sessions_of(typed: &str) -> Result<(String, Vec<Records>)> {
     let root = paths::records_root();
     let formations = paths::formations_dir();
     let all: Vec<(Records, Option<Start>)> = records::find_sessions(&root)
@@ -554,11 +397,11 @@ fn show(typed: &str, json: bool, follow: bool) -> Result<i32> {
     Ok(0)
 }
 
-/// What `mur trace show` needs of a session's `session_start`.
-struct Start {
-    formation_id: Option<String>,
-    member: Option<String>,
-    workdir: std::path::PathBuf,
+/// What `mur trace show` and `mur ps` need of a session's `session_start`.
+pub(super) struct Start {
+    pub(super) formation_id: Option<String>,
+    pub(super) member: Option<String>,
+    pub(super) workdir: std::path::PathBuf,
 }
 
 impl Start {
@@ -566,7 +409,7 @@ impl Start {
     /// directory is removed by hand, the peer's trace went with it (the spec: `mur
     /// trace show frm_<id>` then finds only the entry member's session), even though
     /// its records live under ~/.murmur/records/.
-    fn lost_with(&self, formations: &std::path::Path) -> bool {
+    pub(super) fn lost_with(&self, formations: &std::path::Path) -> bool {
         let Some(frm) = &self.formation_id else {
             return false;
         };
@@ -576,7 +419,7 @@ impl Start {
 }
 
 /// The session_start a session's trace begins with.
-fn start_of(records: &Records) -> Option<Start> {
+pub(super) fn start_of(records: &Records) -> Option<Start> {
     let text = std::fs::read_to_string(records.trace_path()).ok()?;
     let first = text.lines().next()?;
     match serde_json::from_str::<trace::Record>(first).ok()?.event {

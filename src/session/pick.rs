@@ -54,6 +54,37 @@ pub(crate) fn pick<'a>(
     }
 }
 
+/// Fewest hex digits of an id a table shows: a UUIDv7's first 12 are its millisecond.
+const SHORTEST: usize = 12;
+
+/// How many hex digits of each id (after its `ses_`/`frm_`) tell every id of `ids`
+/// apart, so that each shown id is a prefix [`pick`] takes: at least [`SHORTEST`].
+pub(crate) fn short_len<'a>(ids: impl IntoIterator<Item = &'a str>) -> usize {
+    let mut ids: Vec<&str> = ids.into_iter().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let kind = |id: &str| id.find('_').map_or(0, |at| at + 1);
+    let needed = ids
+        .windows(2)
+        .map(|pair| {
+            let common = pair[0]
+                .bytes()
+                .zip(pair[1].bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            (common + 1).saturating_sub(kind(pair[1]))
+        })
+        .max()
+        .unwrap_or(0);
+    needed.max(SHORTEST)
+}
+
+/// `id` cut to its kind and `hex` digits (`ses_0199d5a0c1a0`), as tables show it.
+pub(crate) fn short(id: &str, hex: usize) -> &str {
+    let kind = id.find('_').map_or(0, |at| at + 1);
+    id.get(..kind.saturating_add(hex)).unwrap_or(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +117,19 @@ mod tests {
         assert!(!err.message.contains(S), "{err}");
         let err = pick("0199", [A, B, S]).unwrap_err();
         assert!(err.message.contains("3 ids"), "{err}");
+    }
+
+    #[test]
+    fn a_short_id_is_a_prefix_that_names_its_id_alone() {
+        let n = short_len([A, B, S]);
+        assert_eq!(n, 29, "A and B share 28 hex digits");
+        for id in [A, B, S] {
+            assert_eq!(pick(short(id, n), [A, B, S]).unwrap().as_deref(), Some(id));
+        }
+        assert_eq!(short_len([S]), SHORTEST);
+        assert_eq!(short(S, SHORTEST), "ses_0199d5a0c3b4");
+        assert_eq!(short("odd", 4), "odd");
+        assert_eq!(short(S, usize::MAX), S, "--no-trunc");
     }
 
     #[test]

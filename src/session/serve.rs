@@ -205,7 +205,7 @@ impl Stage<'_> {
         };
         let formation_id = self.member.as_ref().map(|m| m.formation_id.clone());
         let (records, trace, murmur_md) = self.records(&session_id)?;
-        output::set_bootstrap_log(records.logs_dir().join(output::BOOTSTRAP_LOG));
+        output::set_logs(&records.logs_dir());
         let token = running::new_token();
         trace.forbid(&token);
         if let Err(d) = self.live_export(&trace, formation_id.as_deref()) {

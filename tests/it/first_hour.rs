@@ -140,8 +140,9 @@ fn json_without_a_task_prints_the_readiness_object_only() {
     let ready: Value = serde_json::from_str(&first).unwrap();
     let frm = ready["formation_id"].as_str().unwrap();
     assert_eq!(ready["pid"], launcher.id());
-    // `mur ps` lists each member the readiness object named, in its formation.
-    let ps = w.mur().args(["ps", "--json"]).output().unwrap();
+    // `mur ps` in the project lists each member the readiness object named, in its
+    // formation (a peer works under ~/.murmur/formations/, its formation here).
+    let ps = w.mur_in(&project).args(["ps", "--json"]).output().unwrap();
     let live: Value = serde_json::from_slice(&ps.stdout).unwrap();
     for m in ready["members"].as_array().unwrap() {
         let listed = live

@@ -22,6 +22,9 @@ pub fn filtered(w: &World, f: impl FnOnce()) {
     settings.add_filter(r"ses_[0-9a-f]{32}", "[SESSION]");
     settings.add_filter(r"tsk_[0-9a-f]{32}", "[TASK]");
     settings.add_filter(r"frm_[0-9a-f]{32}", "[FORMATION]");
+    // `mur ps` shows ids as their shortest unique prefix, padded.
+    settings.add_filter(r"ses_[0-9a-f]{12,31} *", "[SESSION] ");
+    settings.add_filter(r"frm_[0-9a-f]{12,31} *", "[FORMATION] ");
     settings.add_filter(r"sha256:[0-9a-f]{64}", "sha256:[SHA256]");
     settings.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
     settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z *", "[STARTED] ");
@@ -30,7 +33,17 @@ pub fn filtered(w: &World, f: impl FnOnce()) {
     // `mur ps` pads its columns: a pid and a door URL of any width become one token.
     settings.add_filter(r" +\d+  (local/)", " [PID]  $1");
     settings.add_filter(r"http://127\.0\.0\.1:\d+/? *", "[DOOR] ");
+    settings.add_filter(r"127\.0\.0\.1:\d+ *", "[DOOR] ");
+    settings.add_filter(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d *", "[STARTED] ");
     settings.add_filter(r"\(\d+\.\d s\)", "([ELAPSED])");
+    settings.bind(f);
+}
+
+/// `mur ps`'s columns are as wide as their widest cell (a pid, a port): every run of
+/// spaces becomes two.
+fn columns(f: impl FnOnce()) {
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(" {2,}", "  ");
     settings.bind(f);
 }
 
@@ -135,7 +148,7 @@ fn ps_of_one_live_session() {
     s.signal(Signal::SIGTERM);
     let (code, stderr) = s.wait(Duration::from_secs(30));
     assert_eq!(code, 0, "idle at SIGTERM: {stderr}");
-    filtered(&w, || insta::assert_snapshot!(stdout(&out)));
+    filtered(&w, || columns(|| insta::assert_snapshot!(stdout(&out))));
 }
 
 #[test]
@@ -180,7 +193,7 @@ fn a_formation_run_off_a_terminal() {
     // Then every session it ran, newest first.
     let ps = run_in(&w, &team, &["ps", "-a"]);
     filtered(&w, || {
-        insta::assert_snapshot!("ps_all_after_a_formation", stdout(&ps))
+        columns(|| insta::assert_snapshot!("ps_all_after_a_formation", stdout(&ps)))
     });
 }
 

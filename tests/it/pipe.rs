@@ -300,7 +300,8 @@ fn running_record(w: &World, i: usize) {
         "capsule": "local/c000",
         "version": "1.0.0",
         "door_url": "http://127.0.0.1:40000",
-        "workdir": "/tmp",
+        // In the project `mur ps` runs in: it lists that project's sessions.
+        "workdir": w.proj(),
         "records_dir": "/tmp",
     });
     std::fs::write(dir.join(format!("{id}.json")), record.to_string()).unwrap();

@@ -69,7 +69,12 @@ fn ps_all_lists_ended_sessions_newest_first_and_trace_show_speaks_json() {
     let text = w.mur().args(["ps", "-a"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.starts_with("SESSION "), "{text}");
-    assert!(text.contains(&format!("{frm} (helper)")), "{text}");
+    // Ids as their shortest unique prefix (at least 12 digits), the member beside them.
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&frm[..16]) && l.ends_with("  helper") && !l.contains(frm)),
+        "{text}"
+    );
     // trace show --json: trace.jsonl's records, one JSON object a line.
     let lead = ready["members"][0]["session_id"].as_str().unwrap();
     let shown = w

@@ -333,7 +333,8 @@ fn stop_ps_and_trace_show() {
     let (s, ready) = serving_demo(&w);
     let id = ready["session_id"].as_str().unwrap().to_string();
     let ps = w.mur().arg("ps").output().unwrap();
-    assert!(String::from_utf8_lossy(&ps.stdout).contains(&id));
+    // Shown as its shortest unique prefix (at least 12 hex digits).
+    assert!(String::from_utf8_lossy(&ps.stdout).contains(&id[..16]));
     let shown = w.mur().args(["trace", "show", &id]).output().unwrap();
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(
