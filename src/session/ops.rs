@@ -252,8 +252,25 @@ pub(crate) fn ps(args: &PsArgs) -> Result<i32> {
     if args.all {
         return ps_all(args, &live);
     }
+    let exited = exited_members(&live);
     if args.json {
-        let text = serde_json::to_string_pretty(&live).unwrap_or_else(|_| "[]".into());
+        let mut listed: Vec<serde_json::Value> = live
+            .iter()
+            .filter_map(|r| {
+                let mut v = serde_json::to_value(r).ok()?;
+                v["status"] = "running".into();
+                Some(v)
+            })
+            .collect();
+        listed.extend(exited.iter().map(|(frm, e)| {
+            serde_json::json!({
+                "session_id": e.session_id, "pid": e.pid, "capsule": e.capsule,
+                "version": e.version, "formation_id": frm, "formation_member": e.member,
+                "status": "exited", "exit_status": e.status, "signal": e.signal,
+                "exited_at": e.exited_at,
+            })
+        }));
+        let text = serde_json::to_string_pretty(&listed).unwrap_or_else(|_| "[]".into());
         output::stdout_line(text);
         return Ok(0);
     }
@@ -265,12 +282,44 @@ pub(crate) fn ps(args: &PsArgs) -> Result<i32> {
         "{:<40} {:>7}  {:<28} {:<24} FORMATION",
         "SESSION", "PID", "CAPSULE", "DOOR"
     ));
-    for r in &live {
-        if !output::stdout_line(ps_line(r)) {
+    let exited_lines = exited.iter().map(|(frm, e)| {
+        format!(
+            "{:<40} {:>7}  {:<28} {:<24} {frm} ({})",
+            e.session_id,
+            e.pid,
+            format!("{} {}", e.capsule, e.version),
+            format!("exited, {}", e.how()),
+            e.member
+        )
+    });
+    for line in live.iter().map(ps_line).chain(exited_lines) {
+        if !output::stdout_line(line) {
             break;
         }
     }
     Ok(0)
+}
+
+/// The members of running formations that exited while their formation runs, as
+/// their launchers recorded them (`formation::exits`), with their formation's id.
+fn exited_members(live: &[RunningRecord]) -> Vec<(String, crate::formation::exits::ExitRecord)> {
+    // A formation id names a folder: only one that reads as one.
+    let mut formations: Vec<&String> = live
+        .iter()
+        .filter_map(|r| r.formation_id.as_ref())
+        .filter(|f| f.parse::<crate::ids::FormationId>().is_ok())
+        .collect();
+    formations.sort();
+    formations.dedup();
+    let dir = paths::formations_dir();
+    formations
+        .into_iter()
+        .flat_map(|frm| {
+            crate::formation::exits::read(&dir.join(frm))
+                .into_iter()
+                .map(move |e| (frm.clone(), e))
+        })
+        .collect()
 }
 
 fn ps_line(r: &RunningRecord) -> String {

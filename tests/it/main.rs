@@ -49,6 +49,7 @@ mod launch_checks;
 mod lock_cli;
 mod lock_refusal;
 mod manifest;
+mod member_exits;
 mod models;
 mod modes;
 mod module_graph;

@@ -1,0 +1,261 @@
+//! A member that exits while its formation runs, and the failures a formation's end
+//! sums up (docs/formation.md, "A member that exits" and "What the launcher prints"),
+//! on real formations: the real launcher, a real `kill -9` of the pid `mur ps --json`
+//! gives, `mur stop` of a member's session, process harnesses that call and fail.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::support::{KillOnDrop, World, ok};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `mur new --roster team` with both members on process harnesses, installed.
+fn team(w: &World, lead: &str, helper: &str) -> PathBuf {
+    ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
+    let project = w.root.join("team");
+    for (member, script) in [("lead", lead), ("helper", helper)] {
+        let dir = project.join(member);
+        let manifest = std::fs::read_to_string(dir.join("murmur.yaml")).unwrap();
+        let manifest = manifest.replace(
+            "  transport: builtin",
+            "  transport: process\n  command: [\"sh\", \"harness.sh\"]",
+        );
+        std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+        std::fs::write(dir.join("harness.sh"), script).unwrap();
+        std::fs::set_permissions(dir.join("harness.sh"), PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    ok(w.mur_in(&project).args(["install", "lead", "helper"]));
+    project
+}
+
+/// A launcher whose stderr goes to a file, read while it runs.
+struct Launch {
+    child: KillOnDrop,
+    stderr: PathBuf,
+}
+
+fn launch(w: &World, project: &Path, args: &[&str]) -> Launch {
+    let stderr = w.root.join("launcher.stderr");
+    let child = w
+        .mur_in(project)
+        .args(["run", "--roster"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    Launch {
+        child: KillOnDrop::pid(child),
+        stderr,
+    }
+}
+
+impl Launch {
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Waits until the launcher's stderr holds `text`.
+    fn said(&self, text: &str) {
+        let until = Instant::now() + LIMIT;
+        while !self.stderr().contains(text) {
+            assert!(
+                Instant::now() < until,
+                "the launcher never said {text:?}:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// `mur ps --json`.
+fn ps(w: &World) -> Vec<Value> {
+    let out = ok(w.mur().args(["ps", "--json"]));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `mur ps --json`'s entry for `member`, once `pred` holds for it.
+fn ps_member(w: &World, member: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let until = Instant::now() + LIMIT;
+    loop {
+        if let Some(found) = ps(w)
+            .into_iter()
+            .find(|r| r["formation_member"] == member && pred(r))
+        {
+            return found;
+        }
+        assert!(
+            Instant::now() < until,
+            "mur ps never showed {member} so: {:#?}",
+            ps(w)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn running_with_door(r: &Value) -> bool {
+    r["status"] == "running" && r["door_url"].is_string()
+}
+
+/// `lead` waits for `go`, then calls `helper` and writes the tool result it got to
+/// `result`, and answers. `helper` holds every task.
+fn calling_team(w: &World) -> (PathBuf, PathBuf, PathBuf) {
+    let (go, result) = (w.root.join("go"), w.root.join("result.json"));
+    let lead = format!(
+        "IFS= read -r task\n\
+         while [ ! -e '{go}' ]; do sleep 0.02; done\n\
+         echo '{{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"call-member\",\"arguments\":{{\"member\":\"helper\",\"task\":\"a part\"}}}}'\n\
+         IFS= read -r r1\n\
+         printf '%s\\n' \"$r1\" > '{result}'\n\
+         echo '{{\"type\":\"message\",\"text\":\"done without helper\"}}'\n",
+        go = go.display(),
+        result = result.display()
+    );
+    let helper = "IFS= read -r task\nexec sleep 600\n";
+    (team(w, &lead, helper), go, result)
+}
+
+#[test]
+fn a_peer_killed_9_is_reported_at_once_listed_as_exited_and_calls_to_it_fail_saying_so() {
+    let w = World::new();
+    let (project, go, result) = calling_team(&w);
+    let mut l = launch(&w, &project, &["--json", "--task", "Ask helper."]);
+    let helper = ps_member(&w, "helper", running_with_door);
+    ps_member(&w, "lead", running_with_door);
+    let frm = helper["formation_id"].as_str().unwrap().to_string();
+    kill(
+        Pid::from_raw(helper["pid"].as_i64().unwrap() as i32),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    l.said("[helper] exited with status 137 (SIGKILL)");
+    // The formation goes on: lead still runs, helper is listed as exited.
+    let exited = ps_member(&w, "helper", |r| r["status"] == "exited");
+    assert_eq!(exited["exit_status"], 137, "{exited}");
+    assert_eq!(exited["signal"], "SIGKILL", "{exited}");
+    assert_eq!(exited["session_id"], helper["session_id"], "{exited}");
+    assert_eq!(exited["formation_id"], frm.as_str());
+    ps_member(&w, "lead", running_with_door);
+    let at = exited["exited_at"].as_str().unwrap().to_string();
+    // The formation's records hold it.
+    let record = std::fs::read_to_string(
+        w.home
+            .join(".murmur/formations")
+            .join(&frm)
+            .join("exited.jsonl"),
+    )
+    .unwrap();
+    let record: Value = serde_json::from_str(record.lines().next().unwrap()).unwrap();
+    assert_eq!(record["member"], "helper");
+    assert_eq!(record["status"], 137);
+    assert_eq!(record["exited_at"], at.as_str());
+    // A call to it fails at once, saying it exited and when.
+    std::fs::write(&go, "").unwrap();
+    let out = l.child.wait_with_output();
+    let stderr = l.stderr();
+    // The spec's exit code: the entry member's, which completed.
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let answer = std::fs::read_to_string(&result).unwrap();
+    assert!(
+        answer.contains(&format!(
+            "helper exited with status 137 (SIGKILL) at {at}, while the formation runs"
+        )),
+        "{answer}"
+    );
+    assert!(!answer.contains("could not be reached"), "{answer}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let outcome: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(outcome["state"], "completed", "{outcome}");
+    assert_eq!(
+        outcome["exited_members"][0]["member"], "helper",
+        "{outcome}"
+    );
+    assert_eq!(outcome["exited_members"][0]["status"], 137, "{outcome}");
+    assert_eq!(
+        outcome["exited_members"][0]["signal"], "SIGKILL",
+        "{outcome}"
+    );
+    assert_eq!(
+        stderr.matches("exited with status").count(),
+        1,
+        "one report, for helper only: {stderr}"
+    );
+}
+
+#[test]
+fn a_peer_stopped_by_its_session_id_is_reported_with_its_exit_code() {
+    let w = World::new();
+    let project = team(
+        &w,
+        "IFS= read -r task\nexec sleep 600\n",
+        "IFS= read -r task\nexec sleep 600\n",
+    );
+    let mut l = launch(&w, &project, &[]);
+    let helper = ps_member(&w, "helper", running_with_door);
+    ps_member(&w, "lead", running_with_door);
+    let session = helper["session_id"].as_str().unwrap();
+    ok(w.mur().args(["stop", session]));
+    // An idle member stopped by SIGTERM ends ok, with exit code 0: no signal named.
+    l.said("[helper] exited with status 0;");
+    let exited = ps_member(&w, "helper", |r| r["status"] == "exited");
+    assert_eq!(exited["exit_status"], 0, "{exited}");
+    assert!(exited["signal"].is_null(), "{exited}");
+    let frm = helper["formation_id"].as_str().unwrap();
+    ok(w.mur().args(["stop", frm]));
+    let out = l.child.wait_with_output();
+    assert_eq!(out.status.code(), Some(0), "{}", l.stderr());
+}
+
+#[test]
+fn a_formation_ends_with_a_line_for_each_member_whose_tasks_failed_and_its_exit_code_unchanged() {
+    let w = World::new();
+    // lead hands helper a part and answers once the answer is in; helper's harness
+    // ends without answering, so helper's task fails.
+    let lead = "IFS= read -r task\n\
+        echo '{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"call-member\",\"arguments\":{\"member\":\"helper\",\"task\":\"a part\"}}'\n\
+        IFS= read -r r1\n\
+        echo '{\"type\":\"message\",\"text\":\"asked\"}'\n\
+        IFS= read -r answers\n\
+        echo '{\"type\":\"message\",\"text\":\"done anyway\"}'\n";
+    let project = team(&w, lead, "IFS= read -r task\nexit 3\n");
+    let mut l = launch(&w, &project, &["--json", "--task", "Split it."]);
+    let out = l.child.wait_with_output();
+    let stderr = l.stderr();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("task failed") || l.contains("tasks failed"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("[mur run] helper: 1 of 1 task failed; "),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let outcome: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(outcome["state"], "completed", "{outcome}");
+    assert_eq!(outcome["exit_code"], 0, "{outcome}");
+    let failed = outcome["failed_members"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{outcome}");
+    assert_eq!(failed[0]["member"], "helper");
+    assert_eq!(
+        (failed[0]["failed"].as_u64(), failed[0]["tasks"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let reason = failed[0]["reason"].as_str().unwrap();
+    assert!(lines[0].ends_with(reason), "{} / {reason}", lines[0]);
+    assert_eq!(
+        outcome["exited_members"],
+        serde_json::json!([]),
+        "{outcome}"
+    );
+}
