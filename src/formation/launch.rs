@@ -651,7 +651,7 @@ impl Launch<'_> {
                 Some((m.name.clone(), session?))
             })
             .collect();
-        failures::of(&crate::paths::records_root(), &members)
+        failures::of(&crate::paths::records_root(), &members, &self.exits)
     }
 
     /// [`stop_all`], each end kept for the termination message.

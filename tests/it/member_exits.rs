@@ -18,9 +18,42 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// `mur new --roster team` with both members on process harnesses, installed.
 fn team(w: &World, lead: &str, helper: &str) -> PathBuf {
+    team_of(w, lead, &[("helper", helper)])
+}
+
+/// `mur new --roster team` whose `lead` may call each of `workers`: the scaffold's
+/// `helper` first, then copies of it under other names, in roster order. Every member
+/// runs a process harness; all are installed.
+fn team_of(w: &World, lead: &str, workers: &[(&str, &str)]) -> PathBuf {
+    assert_eq!(workers.first().map(|(name, _)| *name), Some("helper"));
     ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
     let project = w.root.join("team");
-    for (member, script) in [("lead", lead), ("helper", helper)] {
+    let helper = std::fs::read_to_string(project.join("helper/murmur.yaml")).unwrap();
+    let mut roster = std::fs::read_to_string(project.join("roster.yaml")).unwrap();
+    for (name, _) in workers.iter().skip(1) {
+        let dir = project.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            project.join("helper/INSTRUCTIONS.md"),
+            dir.join("INSTRUCTIONS.md"),
+        )
+        .unwrap();
+        let manifest = helper.replace("name: team-helper", &format!("name: team-{name}"));
+        std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
+        roster = roster.replace(
+            "reachability:",
+            &format!(
+                "  - name: {name}\n    capsule: local/team-{name}\n    version: 0.1.0\nreachability:"
+            ),
+        );
+    }
+    let names: Vec<&str> = workers.iter().map(|(name, _)| *name).collect();
+    roster = roster.replace("to: [helper]", &format!("to: [{}]", names.join(", ")));
+    std::fs::write(project.join("roster.yaml"), roster).unwrap();
+    // The scaffold recorded its files; the roster edited here is the test's own.
+    ok(w.mur_in(&project).arg("approve"));
+    let members = std::iter::once(("lead", lead)).chain(workers.iter().copied());
+    for (member, script) in members {
         let dir = project.join(member);
         let manifest = std::fs::read_to_string(dir.join("murmur.yaml")).unwrap();
         let manifest = manifest.replace(
@@ -31,7 +64,9 @@ fn team(w: &World, lead: &str, helper: &str) -> PathBuf {
         std::fs::write(dir.join("harness.sh"), script).unwrap();
         std::fs::set_permissions(dir.join("harness.sh"), PermissionsExt::from_mode(0o755)).unwrap();
     }
-    ok(w.mur_in(&project).args(["install", "lead", "helper"]));
+    let mut install = w.mur_in(&project);
+    install.arg("install").arg("lead").args(&names);
+    ok(&mut install);
     project
 }
 
@@ -253,6 +288,178 @@ fn a_formation_ends_with_a_line_for_each_member_whose_tasks_failed_and_its_exit_
     );
     let reason = failed[0]["reason"].as_str().unwrap();
     assert!(lines[0].ends_with(reason), "{} / {reason}", lines[0]);
+    assert_eq!(
+        outcome["exited_members"],
+        serde_json::json!([]),
+        "{outcome}"
+    );
+}
+
+/// Waits until `path` exists.
+fn appears(path: &Path) {
+    let until = Instant::now() + LIMIT;
+    while !path.exists() {
+        assert!(Instant::now() < until, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The launcher's summary lines (`[mur run] <member>: N of M task(s) failed; …`).
+fn summary_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("[mur run] ") && l.contains(" failed"))
+        .filter(|l| l.contains(" task failed") || l.contains(" tasks failed"))
+        .collect()
+}
+
+#[test]
+fn a_call_in_flight_to_a_peer_killed_9_fails_at_once_saying_it_exited_and_when() {
+    let w = World::new();
+    let (got, answers) = (w.root.join("got"), w.root.join("answers"));
+    // lead calls helper, ends its turn, and writes the answers message it is given.
+    let lead = format!(
+        "IFS= read -r task\n\
+         echo '{{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"call-member\",\"arguments\":{{\"member\":\"helper\",\"task\":\"a part\"}}}}'\n\
+         IFS= read -r r1\n\
+         echo '{{\"type\":\"message\",\"text\":\"asked\"}}'\n\
+         IFS= read -r reply\n\
+         printf '%s\\n' \"$reply\" > '{answers}'\n\
+         echo '{{\"type\":\"message\",\"text\":\"done without helper\"}}'\n",
+        answers = answers.display()
+    );
+    // helper takes the part, says so, and never answers.
+    let helper = format!(
+        "IFS= read -r task\n: > '{got}'\nexec sleep 600\n",
+        got = got.display()
+    );
+    let project = team(&w, &lead, &helper);
+    let mut l = launch(&w, &project, &["--json", "--task", "Ask helper."]);
+    appears(&got);
+    let helper = ps_member(&w, "helper", running_with_door);
+    let frm = helper["formation_id"].as_str().unwrap().to_string();
+    kill(
+        Pid::from_raw(helper["pid"].as_i64().unwrap() as i32),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    l.said("[helper] exited with status 137 (SIGKILL)");
+    let out = l.child.wait_with_output();
+    let stderr = l.stderr();
+    // The entry member completed: the spec's 0, whatever its peers did.
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let record = std::fs::read_to_string(
+        w.home
+            .join(".murmur/formations")
+            .join(&frm)
+            .join("exited.jsonl"),
+    )
+    .unwrap();
+    let record: Value = serde_json::from_str(record.lines().next().unwrap()).unwrap();
+    let at = record["exited_at"].as_str().unwrap();
+    let answers = std::fs::read_to_string(&answers).unwrap();
+    assert!(answers.contains("member:helper (failed"), "{answers}");
+    assert!(
+        answers.contains(&format!(
+            "helper exited with status 137 (SIGKILL) at {at}, while the formation runs"
+        )),
+        "{answers}"
+    );
+    assert!(!answers.contains("could not be reached"), "{answers}");
+    // The task helper was running never ends: the summary counts it failed.
+    let lines = summary_lines(&stderr);
+    assert_eq!(
+        lines,
+        [
+            "[mur run] helper: 1 of 1 task failed; it exited with status 137 (SIGKILL) while the task ran"
+        ],
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let outcome: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(outcome["exit_code"], 0, "{outcome}");
+    assert_eq!(
+        outcome["failed_members"][0]["member"], "helper",
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome["exited_members"][0]["member"], "helper",
+        "{outcome}"
+    );
+}
+
+#[test]
+fn a_formation_whose_workers_all_failed_says_so_once_per_member_in_roster_order_and_exits_0() {
+    let w = World::new();
+    // lead hands a part to each worker and answers once the answers are in.
+    let lead = "IFS= read -r task\n\
+        echo '{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"call-member\",\"arguments\":{\"member\":\"helper\",\"task\":\"part one\"}}'\n\
+        echo '{\"type\":\"tool_call\",\"id\":\"c2\",\"name\":\"call-member\",\"arguments\":{\"member\":\"checker\",\"task\":\"part two\"}}'\n\
+        IFS= read -r r1\n\
+        IFS= read -r r2\n\
+        echo '{\"type\":\"message\",\"text\":\"asked\"}'\n\
+        IFS= read -r answers\n\
+        echo '{\"type\":\"message\",\"text\":\"done anyway\"}'\n";
+    let project = team_of(
+        &w,
+        lead,
+        &[
+            ("helper", "IFS= read -r task\nexit 3\n"),
+            ("checker", "IFS= read -r task\nexit 4\n"),
+        ],
+    );
+    // For people, not --json: the answer alone on stdout, the summary on stderr.
+    let mut l = launch(&w, &project, &["--task", "Split it."]);
+    let out = l.child.wait_with_output();
+    let stderr = l.stderr();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.ends_with("done anyway\n"), "{stdout}");
+    assert!(!stdout.contains("failed"), "{stdout}");
+    let lines = summary_lines(&stderr);
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].starts_with("[mur run] helper: 1 of 1 task failed; ")
+            && lines[0].contains("status 3"),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with("[mur run] checker: 1 of 1 task failed; ")
+            && lines[1].contains("status 4"),
+        "{stderr}"
+    );
+    // Said after every member stopped: nothing of the formation follows them.
+    let last = stderr.lines().last().unwrap();
+    assert_eq!(last, lines[1], "{stderr}");
+}
+
+#[test]
+fn an_entry_member_whose_task_failed_exits_1_and_is_summed_up_like_the_others() {
+    let w = World::new();
+    let project = team(
+        &w,
+        "IFS= read -r task\nexit 5\n",
+        "IFS= read -r task\nexec sleep 600\n",
+    );
+    let mut l = launch(&w, &project, &["--json", "--task", "Fail."]);
+    let out = l.child.wait_with_output();
+    let stderr = l.stderr();
+    // The exit-code contract's "the task failed": 1.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines = summary_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("[mur run] lead: 1 of 1 task failed; ")
+            && lines[0].contains("status 5"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let outcome: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(outcome["state"], "failed", "{outcome}");
+    assert_eq!(outcome["exit_code"], 1, "{outcome}");
+    let failed = outcome["failed_members"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{outcome}");
+    assert_eq!(failed[0]["member"], "lead", "{outcome}");
     assert_eq!(
         outcome["exited_members"],
         serde_json::json!([]),
