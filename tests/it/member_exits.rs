@@ -179,6 +179,14 @@ fn a_peer_killed_9_is_reported_at_once_listed_as_exited_and_calls_to_it_fail_say
     assert_eq!(exited["signal"], "SIGKILL", "{exited}");
     assert_eq!(exited["session_id"], helper["session_id"], "{exited}");
     assert_eq!(exited["formation_id"], frm.as_str());
+    // For people too: its row says how it ended.
+    let table = String::from_utf8(ok(w.mur().arg("ps")).stdout).unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.contains(helper["session_id"].as_str().unwrap()))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("exited, status 137 (SIGKILL)"), "{table}");
+    assert!(row.contains(&format!("{frm} (helper)")), "{table}");
     ps_member(&w, "lead", running_with_door);
     let at = exited["exited_at"].as_str().unwrap().to_string();
     // The formation's records hold it.
