@@ -1,6 +1,7 @@
 //! The formation channel: a pipe only one member's `mur run` inherits, named by
 //! `MURMUR_FORMATION_CHANNEL`, on which the launcher hands it its credentials and,
-//! later, its callees' door URLs. One JSON object per line.
+//! later, its callees' door URLs and the news that a callee exited. One JSON object
+//! per line.
 //!
 //! Tokens cross only this pipe: never an environment variable, a command line or a
 //! file. `FormationToken` keeps them out of `Debug` output and logs.
@@ -29,6 +30,27 @@ pub enum Line {
     Credentials(Credentials),
     /// A later line: door URLs of members it may call, by roster name.
     Doors { doors: BTreeMap<MemberName, String> },
+    /// A later line: a member it may call exited while the formation runs.
+    Exited(Exited),
+}
+
+/// A callee's process ended while its formation runs (docs/formation.md, "A member
+/// that exits"): calls to it fail at once, saying so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exited {
+    pub member: MemberName,
+    /// When the launcher reaped it: RFC 3339 UTC, milliseconds.
+    pub at: String,
+    /// How it ended, as the launcher says it: `status 137 (SIGKILL)`, `status 0`.
+    pub how: String,
+}
+
+/// A later line, as [`Reader::next`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Later {
+    Doors(BTreeMap<MemberName, String>),
+    Exited(Exited),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,12 +166,14 @@ impl Reader {
         }
     }
 
-    /// The next later line with door URLs; `None` once the channel has closed.
-    /// Malformed later lines are skipped: the first line already proved the sender.
-    pub async fn next_doors(&mut self) -> Option<BTreeMap<MemberName, String>> {
+    /// The next later line (door URLs, or a callee's exit); `None` once the channel
+    /// has closed. Malformed later lines are skipped: the first line already proved
+    /// the sender.
+    pub async fn next(&mut self) -> Option<Later> {
         loop {
             match self.lines.recv().await? {
-                Ok(Line::Doors { doors }) => return Some(doors),
+                Ok(Line::Doors { doors }) => return Some(Later::Doors(doors)),
+                Ok(Line::Exited(exited)) => return Some(Later::Exited(exited)),
                 _ => continue,
             }
         }
@@ -166,6 +190,7 @@ impl Line {
         match self {
             Line::Credentials(_) => "credentials",
             Line::Doors { .. } => "doors",
+            Line::Exited(_) => "exited",
         }
     }
 }
@@ -246,9 +271,16 @@ mod tests {
             reader.credentials(Duration::from_secs(5)).await.unwrap(),
             creds(F1)
         );
-        assert_eq!(reader.next_doors().await, Some(doors));
+        let exited = Exited {
+            member: "coder".parse().unwrap(),
+            at: "2026-12-07T21:40:12.345Z".into(),
+            how: "status 137 (SIGKILL)".into(),
+        };
+        w.send(&Line::Exited(exited.clone())).unwrap();
+        assert_eq!(reader.next().await, Some(Later::Doors(doors)));
+        assert_eq!(reader.next().await, Some(Later::Exited(exited)));
         drop(w);
-        assert_eq!(reader.next_doors().await, None);
+        assert_eq!(reader.next().await, None);
     }
 
     #[tokio::test]

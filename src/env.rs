@@ -93,6 +93,8 @@ vars! {
     MUR_TEST_TIME_SCALE: Test;
     /// Seconds after the entry member started at which the launcher allocates memory until the OOM killer ends it.
     MUR_TEST_LAUNCHER_BALLOON: Test;
+    /// `<member>:<seconds>`: seconds after that formation member became ready at which it allocates memory until the OOM killer ends it.
+    MUR_TEST_MEMBER_BALLOON: Test;
     /// A whole number: the Landlock ABI mur takes the kernel to have (`0`: none), so a test reaches E-RUN-054 on a kernel that has Landlock.
     MUR_TEST_LANDLOCK_ABI: Test;
     /// `landlock`: the confinement takes network tier `landlock` even where tier `netns` works, so both tiers are tested on one machine.

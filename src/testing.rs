@@ -14,6 +14,9 @@ pub(crate) const MEMBER_PROGRAM_ENV: &str = crate::env::MUR_TEST_MEMBER_PROGRAM;
 /// Makes the launcher grow until the OOM killer ends it, `<seconds>` after the
 /// entry member has started.
 pub(crate) const LAUNCHER_BALLOON_ENV: &str = crate::env::MUR_TEST_LAUNCHER_BALLOON;
+/// Makes one formation member grow until the OOM killer ends it: `<member>:<seconds>`
+/// after it became ready.
+pub(crate) const MEMBER_BALLOON_ENV: &str = crate::env::MUR_TEST_MEMBER_BALLOON;
 /// How `spawn` clones every child, instead of the architecture's own way.
 pub(crate) const SPAWN_VIA_ENV: &str = crate::env::MUR_TEST_SPAWN_VIA;
 
@@ -84,12 +87,29 @@ pub(crate) fn spawn_via() -> Option<&'static str> {
 /// started; does nothing unless the setting holds a whole number of seconds.
 pub(crate) fn launcher_balloon() {
     if let Some(after) = parse_balloon(std::env::var(LAUNCHER_BALLOON_ENV).ok().as_deref()) {
-        start_balloon(after);
+        start_balloon(after, "the launcher");
     }
 }
 
 fn parse_balloon(value: Option<&str>) -> Option<Duration> {
     value?.trim().parse().ok().map(Duration::from_secs)
+}
+
+/// `MUR_TEST_MEMBER_BALLOON=<member>:<seconds>`: called by a formation member once it
+/// is ready (its readiness line is out). The member the setting names grows as the
+/// launcher's balloon does, so the e2e suite can have the OOM killer take one member,
+/// and only it, while its formation runs.
+pub(crate) fn member_balloon(member: &str) {
+    if let Some(after) =
+        parse_member_balloon(std::env::var(MEMBER_BALLOON_ENV).ok().as_deref(), member)
+    {
+        start_balloon(after, &format!("member `{member}`"));
+    }
+}
+
+fn parse_member_balloon(value: Option<&str>, member: &str) -> Option<Duration> {
+    let (named, after) = value?.trim().split_once(':')?;
+    (named == member).then(|| parse_balloon(Some(after)))?
 }
 
 /// The e2e suite's OOM scenario needs the kernel to pick the launcher, not a member,
@@ -100,13 +120,13 @@ fn parse_balloon(value: Option<&str>) -> Option<Duration> {
 /// allocates and touches memory in 1 MiB steps, forever. Nothing frees it: only the
 /// OOM killer ends this process, which is the point. The delay lets a test see the
 /// formation up, then stay still while the kernel acts.
-fn start_balloon(after: Duration) {
+fn start_balloon(after: Duration, who: &str) {
     use std::io::Write;
     let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
     // Never a panic on a closed stderr.
     let _ = writeln!(
         std::io::stderr(),
-        "[mur run] test setting {LAUNCHER_BALLOON_ENV}: the launcher allocates until killed, from {after:?} on"
+        "[mur run] test setting: {who} allocates until killed, from {after:?} on"
     );
     std::thread::spawn(move || {
         std::thread::sleep(after);
@@ -133,6 +153,18 @@ mod tests {
         for bad in ["", "0", "-1", "abc", "NaN", "inf", "3"] {
             assert_eq!(parse_scale(Some(bad)), 1.0, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_member_balloon_names_its_member_and_whole_seconds() {
+        let got = |v: &str, m: &str| parse_member_balloon(Some(v), m);
+        assert_eq!(got("hog:3", "hog"), Some(Duration::from_secs(3)));
+        assert_eq!(got(" hog:0 ", "hog"), Some(Duration::ZERO));
+        assert_eq!(got("hog:3", "lead"), None);
+        for off in ["hog", "hog:", "hog:x", ":3", "hog:-1"] {
+            assert_eq!(got(off, "hog"), None, "{off}");
+        }
+        assert_eq!(parse_member_balloon(None, "hog"), None);
     }
 
     #[test]

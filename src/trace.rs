@@ -515,6 +515,14 @@ pub enum RecordedState {
     Rejected,
 }
 
+impl RecordedState {
+    /// A state a task ends in: nothing moves it on but a resume.
+    pub fn is_terminal(self) -> bool {
+        use RecordedState::*;
+        matches!(self, Completed | Canceled | Failed | Rejected)
+    }
+}
+
 /// How an inference turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -16,6 +16,10 @@ use crate::fence::{self, Answer};
 use crate::trace::context::SpanContext;
 use crate::trace::{Event, RecordedState, TraceWriter};
 
+/// How long a call whose connection dropped waits for the launcher's word that the
+/// callee exited (a killed callee's socket closes a moment before it is reaped).
+const EXIT_NEWS: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// What `Calls::new` needs; the session fills it in for each task.
 pub struct CallsSpec {
     /// The calling task's id (named by every trace record).
@@ -232,7 +236,14 @@ impl Calls {
         let door = self
             .client(member, url.clone(), span)
             .ok_or_else(|| self.spec.peers.not_callable(member))?;
-        match door.send(task).await? {
+        let sent = match door.send(task).await {
+            Ok(sent) => sent,
+            Err(e @ CallError::Unreachable { .. }) => {
+                return Err(self.spec.peers.exit_or(member, e, EXIT_NEWS).await);
+            }
+            Err(e) => return Err(e),
+        };
+        match sent {
             Sent::Taken(id) => {
                 self.record(Event::MemberCall {
                     task_id: self.spec.task_id.clone(),
@@ -344,9 +355,18 @@ impl Calls {
         let Some(door) = self.client(member, url, self.span_of(idx)) else {
             return;
         };
+        let peers = &self.spec.peers;
         let result = tokio::select! {
             r = door.wait_end(&id) => r,
+            // A callee that exited never answers: the call fails at once, saying so.
+            e = peers.await_exit(member) => Err(e),
             () = self.calls.ended().cancelled() => return,
+        };
+        let result = match result {
+            Err(e @ CallError::Unreachable { .. }) => {
+                Err(peers.exit_or(member, e, EXIT_NEWS).await)
+            }
+            other => other,
         };
         match result {
             Ok(task) if task.status.state.is_interrupted() => {
@@ -364,6 +384,9 @@ impl Calls {
                 );
             }
             Ok(task) => self.settle(idx, state(task.status.state), answer_text(&task)),
+            Err(e @ CallError::Exited { .. }) => {
+                self.settle(idx, RecordedState::Failed, e.to_string())
+            }
             Err(e) => self.settle(
                 idx,
                 RecordedState::Failed,
@@ -454,6 +477,12 @@ impl Calls {
                     });
                 }
                 Err(e) => {
+                    let e = match e {
+                        CallError::Unreachable { .. } => {
+                            self.spec.peers.exit_or(member, e, EXIT_NEWS).await
+                        }
+                        e => e,
+                    };
                     self.settle(idx, RecordedState::Failed, e.to_string());
                     return;
                 }

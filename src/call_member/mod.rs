@@ -86,6 +86,13 @@ pub enum CallError {
     },
     #[error("{member}'s door could not be reached: {detail}")]
     Unreachable { member: String, detail: String },
+    /// The launcher said the callee's process ended (a `exited` channel line).
+    #[error("{member} exited with {how} at {at}, while the formation runs: it takes no more calls")]
+    Exited {
+        member: String,
+        at: String,
+        how: String,
+    },
     #[error(
         "murmur:message/send takes a member's virtual address, http://<member>.formation.invalid (MURMUR_FORMATION_PEERS lists them); `{0}` is not one"
     )]

@@ -49,6 +49,8 @@ pub struct Peers {
     callees: Vec<MemberName>,
     tokens: HashMap<MemberName, FormationToken>,
     doors: watch::Sender<BTreeMap<MemberName, Url>>,
+    /// Callees the launcher said exited (`exited` channel lines).
+    exited: watch::Sender<BTreeMap<MemberName, channel::Exited>>,
     allow: RwLock<Vec<String>>,
     door_wait: Duration,
     /// This member's own roster name: the last link of each call's wait chain.
@@ -81,6 +83,7 @@ impl Peers {
             callees: tokens.iter().map(|(n, _)| n.clone()).collect(),
             tokens: tokens.into_iter().collect(),
             doors: watch::Sender::new(BTreeMap::new()),
+            exited: watch::Sender::new(BTreeMap::new()),
             allow: RwLock::new(allow),
             door_wait: timing::scaled(timing::DOOR_URL_WAIT),
             me: None,
@@ -146,33 +149,80 @@ impl Peers {
         });
     }
 
-    /// Reads the channel's later lines into [`Peers::add_doors`] until it closes.
+    /// Takes a callee's exit from an `exited` line; a name that is not a callee is
+    /// ignored.
+    pub fn add_exited(&self, exited: channel::Exited) {
+        if self.tokens.contains_key(&exited.member) {
+            self.exited.send_modify(|known| {
+                known.insert(exited.member.clone(), exited);
+            });
+        }
+    }
+
+    /// Reads the channel's later lines into [`Peers::add_doors`] and
+    /// [`Peers::add_exited`] until it closes.
     pub fn follow(self: &Arc<Self>, mut reader: channel::Reader) -> tokio::task::JoinHandle<()> {
         let peers = self.clone();
         tokio::spawn(async move {
-            while let Some(doors) = reader.next_doors().await {
-                peers.add_doors(doors);
+            while let Some(later) = reader.next().await {
+                match later {
+                    channel::Later::Doors(doors) => peers.add_doors(doors),
+                    channel::Later::Exited(exited) => peers.add_exited(exited),
+                }
             }
         })
     }
 
-    /// The callee's real door URL, waiting up to the door wait for it to arrive.
+    /// The refusal for a callee the launcher said exited, if it did.
+    pub fn exited(&self, member: &str) -> Option<CallError> {
+        self.exited.borrow().get(member).map(|e| CallError::Exited {
+            member: member.to_string(),
+            at: e.at.clone(),
+            how: e.how.clone(),
+        })
+    }
+
+    /// Waits until the launcher says `member` exited: its refusal.
+    pub async fn await_exit(&self, member: &str) -> CallError {
+        let mut rx = self.exited.subscribe();
+        let _ = rx.wait_for(|e| e.contains_key(member)).await;
+        // The sender lives as long as `self`: `wait_for` returns only once it is in.
+        self.exited(member).unwrap_or(CallError::Ended)
+    }
+
+    /// What ended a call whose transport failed with `failure`: the callee's exit
+    /// when the launcher reports one within `within` (a killed callee's connection
+    /// drops a moment before its launcher reaps it), else `failure` itself.
+    pub async fn exit_or(&self, member: &str, failure: CallError, within: Duration) -> CallError {
+        let mut rx = self.exited.subscribe();
+        let _ = tokio::time::timeout(within, rx.wait_for(|e| e.contains_key(member))).await;
+        self.exited(member).unwrap_or(failure)
+    }
+
+    /// The callee's real door URL, waiting up to the door wait for it to arrive; at
+    /// once the refusal when the callee exited.
     pub async fn door(&self, member: &str) -> Result<Url, CallError> {
         if !self.may_call(member) {
             return Err(self.not_callable(member));
         }
+        if let Some(exited) = self.exited(member) {
+            return Err(exited);
+        }
         let mut rx = self.doors.subscribe();
-        let found = tokio::time::timeout(
-            self.door_wait,
-            rx.wait_for(|doors| doors.contains_key(member)),
-        )
-        .await;
+        let mut gone = self.exited.subscribe();
+        let found = tokio::select! {
+            found = tokio::time::timeout(
+                self.door_wait,
+                rx.wait_for(|doors| doors.contains_key(member)),
+            ) => found.ok().and_then(Result::ok).map(|doors| doors[member].clone()),
+            _ = gone.wait_for(|e| e.contains_key(member)) => None,
+        };
         match found {
-            Ok(Ok(doors)) => Ok(doors[member].clone()),
-            _ => Err(CallError::NoDoor {
+            Some(url) => Ok(url),
+            None => Err(self.exited(member).unwrap_or(CallError::NoDoor {
                 member: member.to_string(),
                 waited: self.door_wait,
-            }),
+            })),
         }
     }
 

@@ -244,22 +244,28 @@ pub fn banner(formation: &str, members: &[MemberUp], took: Duration) -> String {
     text
 }
 
-/// After the entry member ended (`exit_code` is the launcher's status): with `--task`,
-/// the outcome on stdout — the result text for people (not after a signal ended the
-/// formation), or one outcome object with `--json`.
-pub async fn finish(
-    relay: JoinHandle<Relayed>,
-    formation: &Formation,
-    task: bool,
-    signalled: bool,
-    exit_code: i32,
-) {
+/// What the entry member's stdout said, once it ended.
+pub async fn relayed(relay: JoinHandle<Relayed>) -> Relayed {
     // The pipe ends with the entry member; a process it left holding it is not waited for.
-    let relayed = tokio::time::timeout(Duration::from_secs(5), relay)
+    tokio::time::timeout(Duration::from_secs(5), relay)
         .await
         .ok()
         .and_then(Result::ok)
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// After the entry member ended (`exit_code` is the launcher's status): with `--task`,
+/// the outcome on stdout — the result text for people (not after a signal ended the
+/// formation), or one outcome object with `--json`, which lists the members whose
+/// tasks failed (`failed_members`) and those that exited while it ran
+/// (`exited_members`).
+pub fn finish(
+    relayed: Relayed,
+    formation: &Formation,
+    (task, signalled, exit_code): (bool, bool, i32),
+    failed: &[crate::formation::failures::Failed],
+    exited: &[crate::formation::exits::ExitRecord],
+) {
     if !task {
         return;
     }
@@ -279,9 +285,12 @@ pub async fn finish(
             outcome.formation_id = Some(formation.id.clone());
             outcome.member = entry.map(|m| m.name.to_string());
             outcome.exit_code = Some(exit_code);
-            if let Ok(text) = serde_json::to_string(&outcome) {
-                output::stdout_line(text);
-            }
+            let Ok(mut value) = serde_json::to_value(&outcome) else {
+                return;
+            };
+            value["failed_members"] = serde_json::to_value(failed).unwrap_or_default();
+            value["exited_members"] = serde_json::to_value(exited).unwrap_or_default();
+            output::stdout_line(value.to_string());
         }
         Voice::Human => {
             if let Some(result) = relayed.outcome.and_then(|o| o.result)

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -19,12 +18,13 @@ use crate::channel::{Credentials, Line};
 use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
 pub use crate::formation::announce::Voice;
-use crate::formation::member::{self, Spec, Started};
-use crate::formation::{announce, dirs};
+use crate::formation::exits::{self, ExitRecord};
+use crate::formation::member::{self, Forwarders, Spec, Started, drain, forward_stderr};
+use crate::formation::{announce, dirs, failures};
 use crate::ids::{MemberName, Sha256};
 use crate::manifest::Retain;
 use crate::output::stderr_line;
-use crate::readiness::{self, NotReady, Ready};
+use crate::readiness::{NotReady, Ready};
 use crate::retention;
 use crate::signals::{Signal, Signals};
 use crate::timing;
@@ -163,6 +163,8 @@ pub async fn launch(
         up: Vec::new(),
         launched_at: started,
         ended: Vec::new(),
+        formation_dir: None,
+        exits: Vec::new(),
         signalled: false,
         forwarders: Forwarders::default(),
         progress: announce::Progress::start(
@@ -214,6 +216,10 @@ struct Launch<'a> {
     launched_at: Instant,
     /// Each member's end as the launcher saw it, for the termination message.
     ended: Vec<(MemberName, Option<std::process::ExitStatus>)>,
+    /// `~/.murmur/formations/<frm_id>/`, once made (a formation with peers).
+    formation_dir: Option<PathBuf>,
+    /// The peers that exited while the formation ran, in the order they did.
+    exits: Vec<ExitRecord>,
     /// The formation ended on a signal to the launcher.
     signalled: bool,
     /// The progress line while members come up (a terminal only).
@@ -222,9 +228,6 @@ struct Launch<'a> {
     /// lines (`status: ok`) are out before the launcher exits.
     forwarders: Forwarders,
 }
-
-/// See [`Launch::forwarders`].
-type Forwarders = std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 
 /// A launch that stops before its entry member ends: the line to print, if any, and
 /// the launcher's exit status. Every member started so far is then stopped.
@@ -299,10 +302,18 @@ impl Launch<'_> {
             .map(|out| announce::relay(out, formation.clone()));
         crate::testing::launcher_balloon();
         let status = self.await_end(entry).await;
-        if let Some(relay) = relay {
-            let task = self.options.task.is_some();
-            announce::finish(relay, &formation, task, self.signalled, status).await;
+        let relayed = match relay {
+            Some(relay) => announce::relayed(relay).await,
+            None => announce::Relayed::default(),
+        };
+        let entry_session = relayed.entry.as_ref().map(|r| r.session_id.clone());
+        let failed = self.failed(entry_session);
+        for f in &failed {
+            stderr_line(f.line());
         }
+        let task = self.options.task.is_some();
+        let how = (task, self.signalled, status);
+        announce::finish(relayed, &formation, how, &failed, &self.exits);
         Ok(status)
     }
 
@@ -355,6 +366,7 @@ impl Launch<'_> {
             self.workdirs
                 .push(dirs::create_peer(&dir.path, peer.name.as_str()).map_err(Halt::with)?);
         }
+        self.formation_dir = Some(dir.path);
         Ok(())
     }
 
@@ -424,7 +436,7 @@ impl Launch<'_> {
             let until = deadline.map_or(own, |(d, _)| own.min(d));
             waits.spawn(async move {
                 forward_stderr(&mut peer, &forwarders);
-                let result = wait_ready(&mut peer, &formation, until, &http, &cancel).await;
+                let result = member::wait_ready(&mut peer, &formation, until, &http, &cancel).await;
                 (index, peer, result)
             });
         }
@@ -542,9 +554,17 @@ impl Launch<'_> {
     /// The end: the entry member's end, or a signal to the launcher. Either way every
     /// member is stopped; the entry member's status is the launcher's.
     async fn await_end(&mut self, mut entry: Started) -> i32 {
-        let end = tokio::select! {
-            status = entry.child.wait() => End::EntryEnded(status.ok()),
-            _ = self.signals.next() => End::Signalled,
+        // A peer that exits meanwhile is reported, and the formation goes on.
+        let mut reported = vec![false; self.started.len()];
+        let end = loop {
+            tokio::select! {
+                status = entry.child.wait() => break End::EntryEnded(status.ok()),
+                _ = self.signals.next() => break End::Signalled,
+                (i, status) = member::next_exit(&mut self.started, &reported) => {
+                    reported[i] = true;
+                    self.peer_exited(i, status, &mut entry);
+                }
+            }
         };
         let entry_status = match end {
             End::EntryEnded(status) => {
@@ -562,9 +582,81 @@ impl Launch<'_> {
         exit_code(entry_status)
     }
 
+    /// Peer `i` (in `peers` order) exited while the formation runs: said on stderr,
+    /// recorded in the formation's directory, and told to every member that may call
+    /// it, so that its calls fail at once (`formation::exits`).
+    fn peer_exited(
+        &mut self,
+        i: usize,
+        status: Option<std::process::ExitStatus>,
+        entry: &mut Started,
+    ) {
+        let (Some(peer), Some(up)) = (self.peers.get(i), self.up.get(i)) else {
+            return;
+        };
+        let (code, signal) = exits::status_of(status);
+        let record = ExitRecord {
+            member: peer.name.clone(),
+            session_id: up.session_id.clone(),
+            capsule: peer.capsule.clone(),
+            version: peer.version.clone(),
+            pid: self.started[i].pid,
+            exited_at: crate::a2a::time::now(),
+            status: code,
+            signal,
+        };
+        stderr_line(record.line());
+        if let Some(dir) = &self.formation_dir
+            && let Err(e) = exits::append(dir, &record)
+        {
+            tracing::warn!("cannot record that `{}` exited: {e}", record.member);
+        }
+        let line = record.channel_line();
+        let callers = self
+            .plan
+            .members
+            .iter()
+            .filter(|m| m.callees.contains(&peer.name));
+        for caller in callers {
+            let channel = if caller.entry {
+                Some(&mut entry.channel)
+            } else {
+                let j = self.peers.iter().position(|p| p.name == caller.name);
+                j.and_then(|j| self.started.get_mut(j))
+                    .map(|s| &mut s.channel)
+            };
+            // A caller that has exited too reads nothing: its pipe's error is no news.
+            if let Some(channel) = channel {
+                let _ = channel.send(&line);
+            }
+        }
+        self.exits.push(record);
+    }
+
+    /// The members whose tasks failed, from their traces, every member stopped.
+    fn failed(&self, entry_session: Option<String>) -> Vec<failures::Failed> {
+        let members: Vec<(MemberName, String)> = self
+            .plan
+            .members
+            .iter()
+            .filter_map(|m| {
+                let session = match m.entry {
+                    true => entry_session.clone(),
+                    false => self
+                        .up
+                        .iter()
+                        .find(|u| u.name == m.name)
+                        .map(|u| u.session_id.clone()),
+                };
+                Some((m.name.clone(), session?))
+            })
+            .collect();
+        failures::of(&crate::paths::records_root(), &members, &self.exits)
+    }
+
     /// [`stop_all`], each end kept for the termination message.
     async fn stop_all(&mut self) -> Vec<Option<std::process::ExitStatus>> {
-        let statuses = stop_all(&mut self.started).await;
+        let statuses = member::stop_all(&mut self.started).await;
         let names = self.started.iter().map(|m| m.name.clone());
         self.ended.extend(names.zip(statuses.iter().copied()));
         statuses
@@ -671,55 +763,6 @@ fn spec_for(m: &PlanMember, extra_args: Vec<String>) -> Spec {
     }
 }
 
-/// Reads a peer's readiness (its stderr is already forwarded).
-async fn wait_ready(
-    peer: &mut Started,
-    formation: &str,
-    until: Instant,
-    http: &reqwest::Client,
-    cancel: &CancellationToken,
-) -> Result<Ready, NotReady> {
-    let Some(stdout) = peer.child.stdout.take() else {
-        return Err(NotReady::ExitedBeforeReport("no stdout".into()));
-    };
-    let mut stdout = BufReader::new(stdout);
-    let started = peer.started_at;
-    let result = tokio::select! {
-        r = readiness::wait(&mut peer.child, &mut stdout, formation, started, until, http) => r,
-        _ = cancel.cancelled() => Err(NotReady::NoReport(until.saturating_duration_since(started))),
-    };
-    peer.child.stdout = Some(stdout.into_inner());
-    result
-}
-
-/// A peer's diagnostics go to the launcher's stderr behind its `[<member>]` prefix.
-fn forward_stderr(peer: &mut Started, forwarders: &Forwarders) {
-    let Some(stderr) = peer.child.stderr.take() else {
-        return;
-    };
-    let prefix = format!("[{}] ", peer.name);
-    let forwarder = tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        // Through the one output path, so a progress line stays below it.
-        while let Ok(Some(line)) = lines.next_line().await {
-            stderr_line(format_args!("{prefix}{line}"));
-        }
-    });
-    forwarders
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(forwarder);
-}
-
-/// Keeps reading a ready peer's stdout so it never blocks on a full pipe.
-fn drain(peer: &mut Started) {
-    if let Some(mut stdout) = peer.child.stdout.take() {
-        tokio::spawn(async move {
-            let _ = tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await;
-        });
-    }
-}
-
 fn not_ready(name: &str, why: &NotReady, deadline_fell: bool) -> Diagnostic {
     if deadline_fell {
         return Diagnostic::new(
@@ -730,27 +773,9 @@ fn not_ready(name: &str, why: &NotReady, deadline_fell: bool) -> Diagnostic {
     Diagnostic::new(E_RUN_045, format!("peer `{name}` did not come up: {why}"))
 }
 
-/// Closes every lifeline at once, then waits for each member, SIGKILLing a member's
-/// process group 25 s after its lifeline closed. Returns each exit status in order.
-async fn stop_all(members: &mut [Started]) -> Vec<Option<std::process::ExitStatus>> {
-    for m in members.iter_mut() {
-        m.lifeline.close();
-    }
-    let grace = timing::scaled(timing::WIND_DOWN_KILL);
-    let stops = members.iter_mut().map(|m| m.reap(grace));
-    futures_util::future::join_all(stops).await
-}
-
 /// The entry member's status as the launcher's: its code, or 128 + the signal.
 fn exit_code(status: Option<std::process::ExitStatus>) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Some(s) => s
-            .code()
-            .or_else(|| s.signal().map(|sig| 128 + sig))
-            .unwrap_or(1),
-        None => 1,
-    }
+    exits::status_of(status).0
 }
 
 fn unix_ms(at: SystemTime) -> u64 {

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::channel;
 use crate::lifeline::{self, Lifeline};
+use crate::output::stderr_line;
 use crate::spawn::{Child, Spawn, Stderr};
 
 /// The descriptor numbers a member inherits its lifeline and channel at.
@@ -42,6 +44,8 @@ pub struct Started {
     pub channel: channel::Writer,
     /// The process group to SIGKILL after the grace period (peers only).
     pub pgid: Option<i32>,
+    /// Its pid, still known once it has been reaped.
+    pub pid: u32,
     pub started_at: tokio::time::Instant,
     /// Keeps its pid out of the strays while it is the launcher's to wait for.
     pub _own: crate::descendants::Own,
@@ -61,6 +65,7 @@ pub struct Starting {
     lifeline: Lifeline,
     channel: channel::Writer,
     pgid: Option<i32>,
+    pid: u32,
     started_at: tokio::time::Instant,
     own: crate::descendants::Own,
 }
@@ -74,6 +79,7 @@ impl Starting {
             lifeline: self.lifeline,
             channel: self.channel,
             pgid: self.pgid,
+            pid: self.pid,
             started_at: self.started_at,
             _own: self.own,
         })
@@ -137,6 +143,7 @@ pub fn start(
         .flatten();
     Ok(Starting {
         name: spec.name.clone(),
+        pid: child.id().unwrap_or(0),
         child,
         lifeline,
         channel,
@@ -175,4 +182,90 @@ impl Started {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
         }
     }
+}
+
+/// The tasks forwarding each peer's stderr: awaited at the end, so a peer's last lines
+/// (`status: ok`) are out before the launcher exits.
+pub type Forwarders = std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+
+/// A peer's diagnostics go to the launcher's stderr behind its `[<member>]` prefix.
+pub fn forward_stderr(peer: &mut Started, forwarders: &Forwarders) {
+    let Some(stderr) = peer.child.stderr.take() else {
+        return;
+    };
+    let prefix = format!("[{}] ", peer.name);
+    let forwarder = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        // Through the one output path, so a progress line stays below it.
+        while let Ok(Some(line)) = lines.next_line().await {
+            stderr_line(format_args!("{prefix}{line}"));
+        }
+    });
+    forwarders
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(forwarder);
+}
+
+/// Keeps reading a ready peer's stdout so it never blocks on a full pipe.
+pub fn drain(peer: &mut Started) {
+    if let Some(mut stdout) = peer.child.stdout.take() {
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await;
+        });
+    }
+}
+
+/// Closes every lifeline at once, then waits for each member, SIGKILLing a member's
+/// process group 25 s after its lifeline closed. Returns each exit status in order
+/// (a member already reaped gives the status it ended with).
+pub async fn stop_all(members: &mut [Started]) -> Vec<Option<std::process::ExitStatus>> {
+    for m in members.iter_mut() {
+        m.lifeline.close();
+    }
+    let grace = crate::timing::scaled(crate::timing::WIND_DOWN_KILL);
+    let stops = members.iter_mut().map(|m| m.reap(grace));
+    futures_util::future::join_all(stops).await
+}
+
+/// The first of `members` not yet `reported` whose process ended: its index and
+/// status. Never resolves while none has. Cancel-safe: a status is kept by its child.
+pub async fn next_exit(
+    members: &mut [Started],
+    reported: &[bool],
+) -> (usize, Option<std::process::ExitStatus>) {
+    use futures_util::StreamExt;
+    let mut waits: futures_util::stream::FuturesUnordered<_> = members
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, _)| !reported.get(*i).copied().unwrap_or(true))
+        .map(|(i, m)| async move { (i, m.child.wait().await.ok()) })
+        .collect();
+    match waits.next().await {
+        Some(ended) => ended,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads a peer's readiness (its stderr is already forwarded).
+pub(crate) async fn wait_ready(
+    peer: &mut Started,
+    formation: &str,
+    until: tokio::time::Instant,
+    http: &reqwest::Client,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<crate::readiness::Ready, crate::readiness::NotReady> {
+    let Some(stdout) = peer.child.stdout.take() else {
+        return Err(crate::readiness::NotReady::ExitedBeforeReport(
+            "no stdout".into(),
+        ));
+    };
+    let mut stdout = tokio::io::BufReader::new(stdout);
+    let started = peer.started_at;
+    let result = tokio::select! {
+        r = crate::readiness::wait(&mut peer.child, &mut stdout, formation, started, until, http) => r,
+        _ = cancel.cancelled() => Err(crate::readiness::NotReady::NoReport(until.saturating_duration_since(started))),
+    };
+    peer.child.stdout = Some(stdout.into_inner());
+    result
 }

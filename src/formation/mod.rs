@@ -10,6 +10,8 @@ use crate::output::stderr_line;
 
 pub mod announce;
 pub mod dirs;
+pub mod exits;
+pub mod failures;
 pub mod launch;
 pub mod member;
 

@@ -45,8 +45,25 @@ pub(crate) fn ps(args: &PsArgs) -> Result<i32> {
     let (mine, others): (Vec<&RunningRecord>, Vec<&RunningRecord>) = live
         .iter()
         .partition(|r| project_is(folder_of(r, &formations), &here));
+    let exited = exited_members(&mine);
     if args.json {
-        let text = serde_json::to_string_pretty(&mine).unwrap_or_else(|_| "[]".into());
+        let mut listed: Vec<serde_json::Value> = mine
+            .iter()
+            .filter_map(|r| {
+                let mut v = serde_json::to_value(r).ok()?;
+                v["status"] = "running".into();
+                Some(v)
+            })
+            .collect();
+        listed.extend(exited.iter().map(|(frm, e)| {
+            serde_json::json!({
+                "session_id": e.session_id, "pid": e.pid, "capsule": e.capsule,
+                "version": e.version, "formation_id": frm, "formation_member": e.member,
+                "status": "exited", "exit_status": e.status, "signal": e.signal,
+                "exited_at": e.exited_at,
+            })
+        }));
+        let text = serde_json::to_string_pretty(&listed).unwrap_or_else(|_| "[]".into());
         output::stdout_line(text);
         return Ok(0);
     }
@@ -90,6 +107,16 @@ pub(crate) fn ps(args: &PsArgs) -> Result<i32> {
                 ),
             ]
         })
+        .chain(exited.iter().map(|(frm, e)| {
+            vec![
+                short(&e.session_id, n).to_string(),
+                e.pid.to_string(),
+                format!("{} {}", e.capsule, e.version),
+                format!("exited, {}", e.how()),
+                short(frm, n).to_string(),
+                e.member.to_string(),
+            ]
+        }))
         .collect();
     let columns = [
         Column::keep("SESSION"),
@@ -101,6 +128,28 @@ pub(crate) fn ps(args: &PsArgs) -> Result<i32> {
     ];
     print(&columns, &rows, args.no_trunc);
     Ok(0)
+}
+
+/// The members of the listed sessions' formations that exited while their formation
+/// runs, as their launchers recorded them (`formation::exits`), with the formation's id.
+fn exited_members(live: &[&RunningRecord]) -> Vec<(String, crate::formation::exits::ExitRecord)> {
+    // A formation id names a folder: only one that reads as one.
+    let mut formations: Vec<&String> = live
+        .iter()
+        .filter_map(|r| r.formation_id.as_ref())
+        .filter(|f| f.parse::<crate::ids::FormationId>().is_ok())
+        .collect();
+    formations.sort();
+    formations.dedup();
+    let dir = paths::formations_dir();
+    formations
+        .into_iter()
+        .flat_map(|frm| {
+            crate::formation::exits::read(&dir.join(frm))
+                .into_iter()
+                .map(move |e| (frm.clone(), e))
+        })
+        .collect()
 }
 
 /// The current folder's project, symlinks resolved.

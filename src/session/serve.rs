@@ -343,6 +343,9 @@ impl Stage<'_> {
                 .await;
         }
         self.announce(&session_id, &door, formation_id.clone());
+        if let Some(member) = &self.member {
+            crate::testing::member_balloon(member.name.as_str());
+        }
         let live = Live {
             session_id,
             trace,

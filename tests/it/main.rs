@@ -53,6 +53,7 @@ mod lock_cli;
 mod lock_refusal;
 mod logs;
 mod manifest;
+mod member_exits;
 mod models;
 mod modes;
 mod module_graph;

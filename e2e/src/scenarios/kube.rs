@@ -131,6 +131,17 @@ impl Drop for Container {
 }
 
 async fn start(scenario: &str, pod: &Pod, extra_env: &[(String, String)]) -> Result<Container> {
+    start_limited(scenario, pod, extra_env, None).await
+}
+
+/// [`start`], with `memory` the container's memory limit (`--memory`, no swap beyond
+/// it), as a pod's `resources.limits.memory` sets it.
+async fn start_limited(
+    scenario: &str,
+    pod: &Pod,
+    extra_env: &[(String, String)],
+    memory: Option<&str>,
+) -> Result<Container> {
     let home = std::env::temp_dir().join(format!("mur-e2e-kube-{scenario}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     std::fs::create_dir_all(&home)?;
@@ -155,6 +166,9 @@ async fn start(scenario: &str, pod: &Pod, extra_env: &[(String, String)]) -> Res
         .map(|(_, v)| v.clone())
         .context("the Job sets HOME")?;
     args.extend(["-v".into(), format!("{}:{home_in}", home.display())]);
+    if let Some(memory) = memory {
+        args.extend(["--memory", memory, "--memory-swap", memory].map(String::from));
+    }
     for (k, v) in pod.env.iter().chain(extra_env) {
         args.extend(["-e".into(), format!("{k}={v}")]);
     }
@@ -557,6 +571,205 @@ pub async fn orphans() -> Result<Measured> {
         teardown: Some(took),
         note: format!(
             "{seen} zombies seen, none lasting over {longest:.1?}; docker stop: exit 0 after {took:.2} s"
+        ),
+    })
+}
+
+/// The container's memory limit in the OOM scenarios: room for the busy formation,
+/// which the balloon then fills.
+const OOM_LIMIT: &str = "256m";
+
+/// The container's cgroup OOM-kill counter, read from the host (v1
+/// `memory.oom_control`, v2 `memory.events`): no probe runs in a container whose
+/// memory may be exhausted (e2e/README.md, "The OOM scenarios").
+fn oom_kills(id: &str) -> Result<u64> {
+    let candidates = [
+        format!("/sys/fs/cgroup/memory/docker/{id}/memory.oom_control"),
+        format!("/sys/fs/cgroup/system.slice/docker-{id}.scope/memory.events"),
+        format!("/sys/fs/cgroup/docker/{id}/memory.events"),
+    ];
+    for path in &candidates {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let count = text
+                .lines()
+                .find_map(|l| l.strip_prefix("oom_kill "))
+                .context("no oom_kill line")?;
+            return Ok(count.trim().parse()?);
+        }
+    }
+    bail!("no cgroup memory counters for {id} at {candidates:?}")
+}
+
+/// Everything the container wrote on stderr (PID 1's, the launcher's), not only the
+/// tail [`Container::logs`] gives.
+fn stderr_of(id: &str) -> String {
+    std::process::Command::new("docker")
+        .args(["logs", id])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default()
+}
+
+/// The container's full id, its cgroup's name.
+async fn full_id(id: &str) -> Result<String> {
+    Ok(docker(&["inspect", "-f", "{{.Id}}", id])
+        .await?
+        .trim()
+        .to_string())
+}
+
+/// Every `exited.jsonl` record in the records volume (docs/formation.md, "A member
+/// that exits").
+fn exited_records(home: &Path) -> Vec<Value> {
+    let formations = home.join(".murmur/formations");
+    std::fs::read_dir(formations)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("exited.jsonl")).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect::<Vec<Value>>()
+        })
+        .collect()
+}
+
+/// A pod's memory limit OOM-kills one member (`coder`, made the kernel's victim by
+/// `MUR_TEST_MEMBER_BALLOON`): the launcher (PID 1) says so on stderr at once and in
+/// the formation's records, the formation goes on, and `docker stop -t 30` then ends
+/// it with the entry member's 0 (the exit-code contract: a peer's death does not
+/// change it).
+pub async fn oom_member() -> Result<Measured> {
+    image().await?;
+    let pod = job(
+        "/project",
+        &["--task", "Work on this until you are stopped."],
+    )
+    .await?;
+    let balloon = [("MUR_TEST_MEMBER_BALLOON".to_string(), "coder:6".to_string())];
+    let c = start_limited("kube-oom-member", &pod, &balloon, Some(OOM_LIMIT)).await?;
+    let id = full_id(&c.id).await?;
+    // Wait on the report, read from outside: nothing runs in the container meanwhile.
+    let until = Instant::now() + Duration::from_secs(50);
+    let said = "[coder] exited with status 137 (SIGKILL)";
+    while !stderr_of(&c.id).contains(said) {
+        ensure!(
+            Instant::now() < until,
+            "the launcher never said {said:?}; logs: {}",
+            c.logs().await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A new container's cgroup: its counter started at 0.
+    let kills = oom_kills(&id)?;
+    ensure!(
+        kills == 1,
+        "the cgroup counted {kills} OOM kills, not coder's one"
+    );
+    let (running, _) = c.state().await?;
+    ensure!(
+        running,
+        "the formation ended with coder: {}",
+        c.logs().await
+    );
+    let exited = exited_records(&c.home);
+    ensure!(
+        exited.len() == 1
+            && exited[0]["member"] == "coder"
+            && exited[0]["status"] == 137
+            && exited[0]["signal"] == "SIGKILL",
+        "exited.jsonl: {exited:?}"
+    );
+    let sent = Instant::now();
+    docker(&["stop", "-t", "30", &c.id]).await?;
+    let took = sent.elapsed().as_secs_f64();
+    let (_, code) = c.state().await?;
+    ensure!(
+        took < 30.0,
+        "docker stop took {took:.1} s: the SIGKILL came"
+    );
+    ensure!(
+        code == 0,
+        "exit code {code}, not 0; logs: {}",
+        c.logs().await
+    );
+    for (path, records, torn) in &c.traces() {
+        let who = member_of(records);
+        let end = records.last().context("empty trace")?;
+        if who == "coder" {
+            // Killed: its trace stops where the kernel stopped it.
+            ensure!(*torn <= 1, "coder: {torn} torn lines in {}", path.display());
+            ensure!(end["type"] != "session_end", "coder ended itself: {end}");
+        } else {
+            ensure!(*torn == 0, "{who}: {torn} torn lines");
+            ensure!(end["type"] == "session_end", "{who}: ends {end}");
+        }
+    }
+    Ok(Measured {
+        teardown: Some(took),
+        note: format!(
+            "OOM kill of coder ({OOM_LIMIT}, oom_kill +1): reported by PID 1, exited.jsonl 137/SIGKILL, formation went on; docker stop: exit 0 after {took:.2} s"
+        ),
+    })
+}
+
+/// A pod's memory limit OOM-kills the launcher, PID 1 (`MUR_TEST_LAUNCHER_BALLOON`):
+/// the kernel then SIGKILLs every other process of the pod's PID namespace, so no
+/// member winds down. The container exits 137 with `OOMKilled`, the contract's "ended
+/// by signal N" (Count); the records on the volume are whole lines, each trace opened
+/// by `session_start`.
+pub async fn oom_launcher() -> Result<Measured> {
+    image().await?;
+    let pod = job(
+        "/project",
+        &["--task", "Work on this until you are stopped."],
+    )
+    .await?;
+    let balloon = [("MUR_TEST_LAUNCHER_BALLOON".to_string(), "6".to_string())];
+    let c = start_limited("kube-oom-launcher", &pod, &balloon, Some(OOM_LIMIT)).await?;
+    let id = full_id(&c.id).await?;
+    // Nothing is probed meanwhile: the engine reports the end.
+    let (took, code) = c.wait_exit(Duration::from_secs(50)).await?;
+    ensure!(
+        code == 137,
+        "exit code {code}, not 137; logs: {}",
+        c.logs().await
+    );
+    let oom = docker(&["inspect", "-f", "{{.State.OOMKilled}}", &c.id]).await?;
+    ensure!(
+        oom.trim() == "true",
+        "the engine says OOMKilled {}",
+        oom.trim()
+    );
+    // The engine removes a dead container's cgroup at once or a moment later.
+    let kills = oom_kills(&id).ok();
+    ensure!(
+        kills.is_none_or(|k| k == 1),
+        "the cgroup counted {kills:?} OOM kills, not the launcher's one"
+    );
+    let traces = c.traces();
+    ensure!(traces.len() == 3, "{} traces", traces.len());
+    for (path, records, torn) in &traces {
+        ensure!(*torn <= 1, "{torn} torn lines in {}", path.display());
+        ensure!(
+            records
+                .first()
+                .is_some_and(|r| r["type"] == "session_start"),
+            "{} does not open with session_start",
+            path.display()
+        );
+    }
+    // PID 1's death SIGKILLs the namespace a moment after its lifelines close: a
+    // member rarely gets as far as its session_end. Said, not required.
+    let ended = traces
+        .iter()
+        .filter(|(_, r, _)| r.iter().any(|x| x["type"] == "session_end"))
+        .count();
+    Ok(Measured {
+        teardown: Some(took),
+        note: format!(
+            "OOM kill of PID 1 ({OOM_LIMIT}): exit 137, OOMKilled, 3 traces whole, {ended} ended in session_end"
         ),
     })
 }

@@ -51,6 +51,8 @@ pub fn all() -> Vec<Scenario> {
         s("kube-kill", Real, || Box::pin(kube::kill())),
         s("kube-indexed", Real, || Box::pin(kube::indexed())),
         s("kube-orphans", Real, || Box::pin(kube::orphans())),
+        s("kube-oom-member", Real, || Box::pin(kube::oom_member())),
+        s("kube-oom-launcher", Real, || Box::pin(kube::oom_launcher())),
         s("kill-group", StandIn, || Box::pin(kills::kill_group())),
         s("oom-launcher", StandIn, || Box::pin(kills::oom_launcher())),
         s("sigterm-launcher", StandIn, || {
