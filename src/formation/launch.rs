@@ -20,6 +20,7 @@ use crate::credential::FormationKey;
 use crate::diag::Diagnostic;
 pub use crate::formation::announce::Voice;
 use crate::formation::member::{self, Spec, Started};
+use crate::formation::root::Root;
 use crate::formation::{announce, dirs};
 use crate::ids::{MemberName, Sha256};
 use crate::manifest::Retain;
@@ -165,6 +166,7 @@ pub async fn launch(
         ended: Vec::new(),
         signalled: false,
         forwarders: Forwarders::default(),
+        root: None,
         progress: announce::Progress::start(
             plan.members.iter().map(|m| m.name.to_string()).collect(),
             started,
@@ -221,6 +223,8 @@ struct Launch<'a> {
     /// The tasks forwarding each peer's stderr: awaited at the end, so a peer's last
     /// lines (`status: ok`) are out before the launcher exits.
     forwarders: Forwarders,
+    /// With `--task`: the trace root, the entry task's parent, once the entry started.
+    root: Option<Root>,
 }
 
 /// See [`Launch::forwarders`].
@@ -302,6 +306,10 @@ impl Launch<'_> {
         if let Some(relay) = relay {
             let task = self.options.task.is_some();
             announce::finish(relay, &formation, task, self.signalled, status).await;
+        }
+        if let Some(root) = self.root.take() {
+            let (id, target) = (formation.id.clone(), self.options.otlp.clone());
+            let _ = tokio::task::spawn_blocking(move || root.close(&id, target.as_ref())).await;
         }
         Ok(status)
     }
@@ -510,7 +518,12 @@ impl Launch<'_> {
                 "the formation's deadline fell before its entry member started",
             )));
         }
-        let spec = spec_for(entry, entry_lifecycle(self.options.task.as_deref()));
+        let root = self.options.task.is_some().then(Root::open);
+        let traceparent = root.as_ref().map(Root::traceparent);
+        let spec = spec_for(
+            entry,
+            entry_lifecycle(self.options.task.as_deref(), traceparent),
+        );
         tracing::info!(
             "starting the entry member `{}` ({} {})",
             entry.name,
@@ -521,7 +534,7 @@ impl Launch<'_> {
         if !entry.callees.is_empty() {
             lines.push(self.doors_line(&entry.callees));
         }
-        member::start(
+        let started = member::start(
             &self.places.program,
             &spec,
             self.key.formation_id(),
@@ -536,7 +549,9 @@ impl Launch<'_> {
                 entry.name
             )),
             status: 1,
-        })
+        })?;
+        self.root = root;
+        Ok(started)
     }
 
     /// The end: the entry member's end, or a signal to the launcher. Either way every
@@ -631,8 +646,9 @@ impl Launch<'_> {
 }
 
 /// The entry member's lifecycle flags: `--task` runs one task and ends the formation
-/// with it; otherwise it queues tasks and sleeps, with no idle timeout.
-fn entry_lifecycle(task: Option<&str>) -> Vec<String> {
+/// with it, under the trace root `traceparent`; otherwise it queues tasks and sleeps,
+/// with no idle timeout.
+fn entry_lifecycle(task: Option<&str>, traceparent: Option<String>) -> Vec<String> {
     let flags: &[&str] = match task {
         Some(_) => &[
             "--lifecycle-task-acceptance",
@@ -652,10 +668,12 @@ fn entry_lifecycle(task: Option<&str>) -> Vec<String> {
     };
     let mut args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
     if let Some(task) = task {
-        // The launcher opens the formation task's trace: its root span is the entry
-        // task's parent (docs/trace.md, Trace context).
-        let root = crate::trace::context::SpanContext::root();
-        args.extend([task.into(), "--trace-parent".into(), root.traceparent()]);
+        args.push(task.into());
+    }
+    // The launcher opens the formation task's trace: its root span is the entry
+    // task's parent (docs/trace.md, Trace context).
+    if let Some(traceparent) = traceparent {
+        args.extend(["--trace-parent".into(), traceparent]);
     }
     args
 }

@@ -12,6 +12,7 @@ pub mod announce;
 pub mod dirs;
 pub mod launch;
 pub mod member;
+pub mod root;
 
 /// What `mur run --roster` was asked to do.
 #[derive(Debug, Clone)]
