@@ -20,6 +20,7 @@ use crate::diag::Diagnostic;
 pub use crate::formation::announce::Voice;
 use crate::formation::exits::{self, ExitRecord};
 use crate::formation::member::{self, Forwarders, Spec, Started, drain, forward_stderr};
+use crate::formation::root::Root;
 use crate::formation::{announce, dirs, failures};
 use crate::ids::{MemberName, Sha256};
 use crate::manifest::Retain;
@@ -167,6 +168,7 @@ pub async fn launch(
         exits: Vec::new(),
         signalled: false,
         forwarders: Forwarders::default(),
+        root: None,
         progress: announce::Progress::start(
             plan.members.iter().map(|m| m.name.to_string()).collect(),
             started,
@@ -227,6 +229,8 @@ struct Launch<'a> {
     /// The tasks forwarding each peer's stderr: awaited at the end, so a peer's last
     /// lines (`status: ok`) are out before the launcher exits.
     forwarders: Forwarders,
+    /// With `--task`: the trace root, the entry task's parent, once the entry started.
+    root: Option<Root>,
 }
 
 /// A launch that stops before its entry member ends: the line to print, if any, and
@@ -314,6 +318,10 @@ impl Launch<'_> {
         let task = self.options.task.is_some();
         let how = (task, self.signalled, status);
         announce::finish(relayed, &formation, how, &failed, &self.exits);
+        if let Some(root) = self.root.take() {
+            let (id, target) = (formation.id.clone(), self.options.otlp.clone());
+            let _ = tokio::task::spawn_blocking(move || root.close(&id, target.as_ref())).await;
+        }
         Ok(status)
     }
 
@@ -522,7 +530,12 @@ impl Launch<'_> {
                 "the formation's deadline fell before its entry member started",
             )));
         }
-        let spec = spec_for(entry, entry_lifecycle(self.options.task.as_deref()));
+        let root = self.options.task.is_some().then(Root::open);
+        let traceparent = root.as_ref().map(Root::traceparent);
+        let spec = spec_for(
+            entry,
+            entry_lifecycle(self.options.task.as_deref(), traceparent),
+        );
         tracing::info!(
             "starting the entry member `{}` ({} {})",
             entry.name,
@@ -533,7 +546,7 @@ impl Launch<'_> {
         if !entry.callees.is_empty() {
             lines.push(self.doors_line(&entry.callees));
         }
-        member::start(
+        let started = member::start(
             &self.places.program,
             &spec,
             self.key.formation_id(),
@@ -548,7 +561,9 @@ impl Launch<'_> {
                 entry.name
             )),
             status: 1,
-        })
+        })?;
+        self.root = root;
+        Ok(started)
     }
 
     /// The end: the entry member's end, or a signal to the launcher. Either way every
@@ -723,8 +738,9 @@ impl Launch<'_> {
 }
 
 /// The entry member's lifecycle flags: `--task` runs one task and ends the formation
-/// with it; otherwise it queues tasks and sleeps, with no idle timeout.
-fn entry_lifecycle(task: Option<&str>) -> Vec<String> {
+/// with it, under the trace root `traceparent`; otherwise it queues tasks and sleeps,
+/// with no idle timeout.
+fn entry_lifecycle(task: Option<&str>, traceparent: Option<String>) -> Vec<String> {
     let flags: &[&str] = match task {
         Some(_) => &[
             "--lifecycle-task-acceptance",
@@ -744,10 +760,12 @@ fn entry_lifecycle(task: Option<&str>) -> Vec<String> {
     };
     let mut args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
     if let Some(task) = task {
-        // The launcher opens the formation task's trace: its root span is the entry
-        // task's parent (docs/trace.md, Trace context).
-        let root = crate::trace::context::SpanContext::root();
-        args.extend([task.into(), "--trace-parent".into(), root.traceparent()]);
+        args.push(task.into());
+    }
+    // The launcher opens the formation task's trace: its root span is the entry
+    // task's parent (docs/trace.md, Trace context).
+    if let Some(traceparent) = traceparent {
+        args.extend(["--trace-parent".into(), traceparent]);
     }
     args
 }

@@ -14,6 +14,7 @@ pub mod exits;
 pub mod failures;
 pub mod launch;
 pub mod member;
+pub mod root;
 
 /// What `mur run --roster` was asked to do.
 #[derive(Debug, Clone)]

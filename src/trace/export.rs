@@ -39,7 +39,8 @@ pub fn export(sessions: &[Session<'_>], formation_id: Option<&str>) -> Vec<Trace
             .flat_map(|r| r.scope_spans.iter().flat_map(|s| s.spans.iter()))
             .map(|s| (s.trace_id.clone(), s.span_id.clone()))
             .collect();
-        // The launcher's span: as long as the tasks it started.
+        // The launcher's span: as long as the tasks it started (the launcher, which
+        // sends it live, times it by its own clock: trace::live::Live::send).
         let mut roots: BTreeMap<(String, String), (u128, u128)> = BTreeMap::new();
         for span in out
             .iter()
@@ -63,32 +64,12 @@ pub fn export(sessions: &[Session<'_>], formation_id: Option<&str>) -> Vec<Trace
         if !roots.is_empty() {
             let spans = roots
                 .into_iter()
-                .map(|((trace_id, span_id), (start, end))| Span {
-                    trace_id,
-                    span_id,
-                    parent_span_id: String::new(),
-                    name: format!("invoke_workflow {frm}"),
-                    kind: Kind::Internal,
-                    start_time_unix_nano: start.to_string(),
-                    end_time_unix_nano: end.to_string(),
-                    attributes: vec![
-                        kv("gen_ai.operation.name", "invoke_workflow"),
-                        kv("gen_ai.provider.name", "mur"),
-                        kv("gen_ai.workflow.name", frm),
-                        kv("mur.formation.id", frm),
-                    ],
-                    events: Vec::new(),
-                    links: Vec::new(),
-                    status: ok(),
+                .map(|((trace_id, span_id), (start, end))| {
+                    workflow_span(trace_id, span_id, frm, start, end)
                 })
                 .collect();
             out.push(ResourceSpans {
-                resource: Resource {
-                    attributes: vec![
-                        kv("service.name", "mur launcher"),
-                        kv("mur.formation.id", frm),
-                    ],
-                },
+                resource: launcher_resource(frm),
                 scope_spans: vec![scope(spans)],
             });
         }
@@ -98,6 +79,39 @@ pub fn export(sessions: &[Session<'_>], formation_id: Option<&str>) -> Vec<Trace
             resource_spans: vec![r],
         })
         .collect()
+}
+
+/// The launcher's root span of formation `frm`'s task (`invoke_workflow`), from
+/// `start` to `end` (ns since the epoch). Ids in hex.
+pub fn workflow_span(trace_id: String, span_id: String, frm: &str, start: u128, end: u128) -> Span {
+    Span {
+        trace_id,
+        span_id,
+        parent_span_id: String::new(),
+        name: format!("invoke_workflow {frm}"),
+        kind: Kind::Internal,
+        start_time_unix_nano: start.to_string(),
+        end_time_unix_nano: end.to_string(),
+        attributes: vec![
+            kv("gen_ai.operation.name", "invoke_workflow"),
+            kv("gen_ai.provider.name", "mur"),
+            kv("gen_ai.workflow.name", frm),
+            kv("mur.formation.id", frm),
+        ],
+        events: Vec::new(),
+        links: Vec::new(),
+        status: ok(),
+    }
+}
+
+/// The launcher's resource: `mur launcher` of formation `frm`.
+pub fn launcher_resource(frm: &str) -> Resource {
+    Resource {
+        attributes: vec![
+            kv("service.name", "mur launcher"),
+            kv("mur.formation.id", frm),
+        ],
+    }
 }
 
 fn scope(spans: Vec<Span>) -> ScopeSpans {

@@ -235,7 +235,14 @@ impl Live {
             let ended = spans.take(record);
             (ended, spans.resource())
         };
-        if ended.is_empty() {
+        self.send(resource, ended);
+    }
+
+    /// Queues `spans` under `resource`; never waits on the collector. The records'
+    /// spans come through [`Live::take`]; the launcher, which keeps no records, sends
+    /// its root span (`invoke_workflow`) so.
+    pub fn send(&self, resource: Resource, spans: Vec<Span>) {
+        if spans.is_empty() {
             return;
         }
         let mut q = lock(&self.shared.queue);
@@ -244,8 +251,8 @@ impl Live {
         }
         q.resource = Some(resource);
         let room = QUEUE_SPANS.saturating_sub(q.spans.len() + q.sending);
-        let over = ended.len().saturating_sub(room);
-        q.spans.extend(ended.into_iter().take(room));
+        let over = spans.len().saturating_sub(room);
+        q.spans.extend(spans.into_iter().take(room));
         if over > 0 {
             q.dropped += over as u64;
             drop(q);
@@ -257,10 +264,16 @@ impl Live {
         self.shared.changed.notify_all();
     }
 
-    /// `session_end`: queues the spans still open (closed at `record`), waits up to
-    /// [`FINAL_FLUSH`] for the queue to drain, and returns the spans not delivered.
+    /// `session_end`: queues the spans still open (closed at `record`), then
+    /// [`Live::finish`].
     pub fn end(&self, record: &Record) -> u64 {
         self.take(record);
+        self.finish()
+    }
+
+    /// Waits up to [`FINAL_FLUSH`] for the queue to drain, closes it, and returns the
+    /// spans not delivered.
+    pub fn finish(&self) -> u64 {
         let until = Instant::now() + final_flush();
         let mut q = lock(&self.shared.queue);
         while !q.closed && (q.sending > 0 || !q.spans.is_empty()) {
@@ -284,7 +297,7 @@ impl Live {
         self.shared.changed.notify_all();
         if late > 0 {
             self.shared.warn(&format!(
-                "it did not take {late} spans within {:?} of the session's end",
+                "{late} spans were still unsent {:?} after the end",
                 final_flush()
             ));
         }

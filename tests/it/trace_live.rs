@@ -1,8 +1,8 @@
 //! Live export (docs/trace.md, Live export): the three-member formation of
 //! trace_export.rs launched with a collector set, against a real OTLP/HTTP receiver
 //! (tests/otel/receiver.py, which parses every request with the official schema). The
-//! spans that arrive are the ones `mur trace export` writes, ids and nesting included;
-//! a collector that refuses or never answers costs the task nothing, gives one
+//! spans that arrive are the ones `mur trace export` writes, ids and nesting included,
+//! the launcher's root among them; a collector that refuses or never answers costs the task nothing, gives one
 //! W-TRC-001, and `session_end` counts every span dropped.
 
 use std::collections::BTreeSet;
@@ -77,24 +77,19 @@ fn key(s: &Value) -> String {
     )
 }
 
-/// The spans `mur trace export` writes for the formation, but the launcher's root
-/// (the launcher sends nothing: docs/trace.md).
-fn exported(w: &World) -> BTreeSet<String> {
+/// The spans `mur trace export` writes for the formation: the members' (each in one
+/// member's `session_end` count), and the launcher's root.
+fn exported(w: &World) -> (BTreeSet<String>, Value) {
     let frm = formation_id(&w.home);
     let seen = otel::parse(&export(w, &frm));
     let spans = seen["spans"].as_array().unwrap();
-    let keys: BTreeSet<String> = spans
-        .iter()
-        .filter(|s| s["service"] != "mur launcher")
-        .map(key)
-        .collect();
-    assert_eq!(
-        keys.len(),
-        spans.len() - 1,
-        "one root, every other span once"
-    );
+    let (roots, members): (Vec<&Value>, Vec<&Value>) =
+        spans.iter().partition(|s| s["service"] == "mur launcher");
+    let keys: BTreeSet<String> = members.iter().map(|s| key(s)).collect();
+    assert_eq!(keys.len(), members.len(), "every span once");
     assert!(keys.len() >= 12, "{keys:#?}");
-    keys
+    assert_eq!(roots.len(), 1, "one root: {roots:#?}");
+    (keys, roots[0].clone())
 }
 
 /// Each member's `session_end`.
@@ -147,7 +142,9 @@ fn a_formation_s_spans_arrive_live_as_mur_trace_export_writes_them() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let want = exported(&w);
+    let (members, root) = exported(&w);
+    let mut want = members.clone();
+    want.insert(key(&root));
     // Every member has ended: its last spans were taken before its session_end.
     let ends = session_ends(&w.home);
     assert_eq!(dropped(&ends), 0, "{ends:#?}");
@@ -163,12 +160,63 @@ fn a_formation_s_spans_arrive_live_as_mur_trace_export_writes_them() {
     let unique: BTreeSet<String> = got.iter().cloned().collect();
     assert_eq!(unique.len(), got.len(), "a span sent twice: {got:#?}");
     assert_eq!(unique, want, "live spans differ from mur trace export's");
-    // The nesting, across members: helper's and third's tasks are children of the
-    // client span of the member that called them.
+    // The launcher's root went too: the trace's one span without a parent, named for
+    // the formation, from before the entry task began to after it ended.
     let spans: Vec<&Value> = requests
         .iter()
         .flat_map(|r| r["spans"].as_array().unwrap())
         .collect();
+    let frm = formation_id(&w.home);
+    let live_root = spans
+        .iter()
+        .find(|s| s["service"] == "mur launcher")
+        .expect("the launcher's root span arrived");
+    assert_eq!(live_root["name"], format!("invoke_workflow {frm}"));
+    assert_eq!(live_root["parent_span_id"], "", "the root has no parent");
+    assert_eq!(live_root["resource"]["mur.formation.id"], frm.as_str());
+    assert_eq!(
+        live_root["attributes"]["gen_ai.operation.name"],
+        "invoke_workflow"
+    );
+    assert_eq!(
+        (&live_root["trace_id"], &live_root["span_id"]),
+        (&root["trace_id"], &root["span_id"]),
+        "the ids the entry member was given"
+    );
+    let entry = spans
+        .iter()
+        .find(|s| s["service"] == "lead" && s["kind"] == 2)
+        .unwrap();
+    assert_eq!(entry["parent_span_id"], live_root["span_id"], "{entry}");
+    let ns = |s: &Value, f: &str| s[f].as_u64().unwrap_or_else(|| panic!("{f}: {s}"));
+    assert!(
+        ns(live_root, "start") <= ns(entry, "start"),
+        "{live_root} {entry}"
+    );
+    assert!(
+        ns(live_root, "end") >= ns(entry, "end"),
+        "{live_root} {entry}"
+    );
+    // One trace, and every member's span descends from the root by its parents.
+    for s in &spans {
+        assert_eq!(s["trace_id"], live_root["trace_id"], "{s}");
+        let mut at: &Value = s;
+        for _ in 0..spans.len() {
+            if at["parent_span_id"] == "" {
+                break;
+            }
+            at = spans
+                .iter()
+                .find(|p| p["span_id"] == at["parent_span_id"])
+                .unwrap_or_else(|| panic!("the parent of {at} did not arrive"));
+        }
+        assert_eq!(
+            at["span_id"], live_root["span_id"],
+            "{s} is not under the root"
+        );
+    }
+    // The nesting, across members: helper's and third's tasks are children of the
+    // client span of the member that called them.
     for (caller, callee) in [("lead", "helper"), ("helper", "third")] {
         let task = spans
             .iter()
@@ -208,7 +256,7 @@ fn a_collector_that_refuses_costs_the_task_nothing_and_the_spans_are_counted() {
         "{stderr}"
     );
     let ends = session_ends(&w.home);
-    assert_eq!(dropped(&ends), exported(&w).len() as u64, "{ends:#?}");
+    assert_eq!(dropped(&ends), exported(&w).0.len() as u64, "{ends:#?}");
 }
 
 #[test]
@@ -244,6 +292,6 @@ fn a_collector_that_never_answers_does_not_hold_the_formation() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(warnings(&out.stderr), 1, "{stderr}");
     let ends = session_ends(&w.home);
-    assert_eq!(dropped(&ends), exported(&w).len() as u64, "{ends:#?}");
+    assert_eq!(dropped(&ends), exported(&w).0.len() as u64, "{ends:#?}");
     drop(silent);
 }
