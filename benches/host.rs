@@ -1,9 +1,11 @@
-//! The host's tools (goals: a shell call under 5 ms; a delegation round trip under
-//! 50 ms).
+//! The host's tools (goals: a shell call under 5 ms; a process-harness task start
+//! within 10 ms of an unconfined one; a delegation round trip under 50 ms).
 //!
-//! `cargo bench --bench host` (MUR_BENCH_ITERS sets the shell iterations, default 500;
-//! a fifth of them, at least 20, are delegations). A shell call is `shell::run` of
-//! `true`, from spawn to result. A delegation round trip is `Delegations::delegate` of
+//! `cargo bench --bench host` (MUR_BENCH_ITERS sets the shell and harness iterations,
+//! default 500; a fifth of them, at least 20, are delegations). A shell call is
+//! `shell::run` of `true`, from spawn to result. A harness task start is a
+//! `transport: process` harness (`/bin/sh` answering one line) from spawn to its
+//! first reply. A delegation round trip is `Delegations::delegate` of
 //! an installed capsule on the built-in model, from the child's start until
 //! `Delegations::wait_all` holds its result: the child is the real `mur run`, with
 //! its door, records and trace.
@@ -51,6 +53,14 @@ fn main() {
             "shell call (`true`, spawn to result)",
             &calls,
         );
+        let starts = harness_starts(&root, iters).await;
+        measure::summary(
+            "host",
+            "harness_start",
+            serde_json::json!({}),
+            "process-harness task start (spawn to first reply)",
+            &starts,
+        );
         let trips = delegations(&root, &proj, (iters / 5).max(measure::sized(20, 2))).await;
         measure::summary(
             "host",
@@ -88,6 +98,7 @@ async fn shell_calls(root: &Path, iters: usize) -> Vec<Duration> {
     let config = ShellConfig {
         workdir: root.to_path_buf(),
         env: vec![("HOME".into(), root.display().to_string())],
+        confine: None,
     };
     let mut samples = Vec::with_capacity(iters);
     for _ in 0..iters {
@@ -97,6 +108,37 @@ async fn shell_calls(root: &Path, iters: usize) -> Vec<Duration> {
             .unwrap();
         samples.push(start.elapsed());
         assert_eq!(ran.exit_code, Some(0));
+    }
+    samples
+}
+
+async fn harness_starts(root: &Path, iters: usize) -> Vec<Duration> {
+    use mur::agent::{Conversation, Message, ProcessConfig, Reply, Transport};
+    let config = ProcessConfig {
+        command: vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            r#"read l; echo '{"type":"result","text":"ok"}'; read l"#.into(),
+        ],
+        cwd: root.to_path_buf(),
+        env: vec![("HOME".into(), root.display().to_string())],
+        stderr: None,
+        confine: None,
+    };
+    let conversation = Conversation {
+        task_id: "t1".into(),
+        system: String::new(),
+        tools: Vec::new(),
+        messages: vec![Message::User { text: "go".into() }],
+    };
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let start = Instant::now();
+        let mut t = mur::agent::process::ProcessTransport::new(config.clone()).unwrap();
+        let reply = t.turn(&conversation).await.unwrap();
+        samples.push(start.elapsed());
+        assert!(matches!(reply, Reply::Answer { .. }), "{reply:?}");
+        t.shutdown().await;
     }
     samples
 }

@@ -15,6 +15,7 @@
 //! - [`ops`]: `mur stop`, `mur ps` and `mur trace show`.
 
 pub(crate) mod capsule;
+pub(crate) mod confined;
 pub(crate) mod ends;
 pub(crate) mod follow;
 pub(crate) mod formation;

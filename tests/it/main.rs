@@ -22,6 +22,7 @@ mod capsule_names;
 mod catalogue_docs;
 mod components;
 mod confine;
+mod confine_session;
 mod crash;
 mod delegation;
 mod delegation_limits;
