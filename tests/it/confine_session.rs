@@ -75,6 +75,14 @@ fn table(w: &World, peer_session: &str, peer_port: u16, web: u16) -> Vec<(String
         (format!("read:{}", p("peer/notes")), "EACCES"),
         (format!("write:{}", p("peer/mine")), "EACCES"),
         (format!("write:{}", p("outside")), "EACCES"),
+        // A forged approval for the next launch (docs/approval.md).
+        (
+            format!(
+                "write:{}",
+                w.home.join(".murmur/approvals/forged.json").display()
+            ),
+            "EACCES",
+        ),
         (format!("read:{}", p("ro/data")), "ok"),
         (format!("write:{}", p("ro/data")), "EACCES"),
         (format!("write:{}", w.proj.join("mine").display()), "ok"),
@@ -164,8 +172,25 @@ fn trace(w: &World) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn the_harness_and_its_shell_commands_are_confined_for_the_whole_session() {
+/// The start line: W-RUN-010 names the tier this session got.
+fn tier_said(stderr: &str, tier: &str) {
+    assert_eq!(
+        stderr.matches("W-RUN-010").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("probe starts a `transport: process` harness and shell commands, confined: files deny by default, the network only through mur's egress proxy; tier {tier}")),
+        "{stderr}"
+    );
+}
+
+/// In each network tier (`MUR_TEST_CONFINE_TIER=landlock` forces the second on a
+/// machine that has both).
+#[rstest::rstest]
+fn the_harness_and_its_shell_commands_are_confined_for_the_whole_session(
+    #[values(None, Some("landlock"))] forced: Option<&str>,
+) {
     let kernel = mur::confine::net::Kernel::probe();
     assert_eq!(kernel.missing(), None, "this machine must confine");
     let w = world();
@@ -178,18 +203,19 @@ fn the_harness_and_its_shell_commands_are_confined_for_the_whole_session() {
         .collect();
     checks.extend(proxied(web, &rebound));
     capsule(&w, &rebound, &checks);
-    let out = w.mur().args(["run", "--task", "go"]).output().unwrap();
+    let mut run = w.mur();
+    run.args(["run", "--task", "go"]);
+    if let Some(tier) = forced {
+        run.env("MUR_TEST_CONFINE_TIER", tier);
+    }
+    let out = run.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(
-        stderr.matches("W-RUN-010").count(),
-        1,
-        "said once: {stderr}"
-    );
-    assert!(
-        stderr.contains("probe starts a `transport: process` harness and shell commands, confined in tier landlock"),
-        "{stderr}"
-    );
+    let tier = match (forced, kernel.netns.is_ok()) {
+        (None, true) => "netns;",
+        _ => "landlock",
+    };
+    tier_said(&stderr, tier);
     for out in outputs(&w, checks.len(), &stderr) {
         assert!(
             out.contains("blocked.example:80 is not in capabilities.network.allow"),
@@ -266,4 +292,96 @@ fn the_same_session_unconfined_succeeds_at_each_and_records_the_opt_out() {
     let records = trace(&w);
     assert_eq!(records[0]["unconfined"], "--unconfined", "{}", records[0]);
     assert!(!records.iter().any(|r| r["type"] == "proxy_decision"));
+}
+
+/// `mur new --roster team` with `helper` on a native harness that runs the probe and
+/// answers with its verdict: a formation peer works in its own folder under
+/// `~/.murmur/formations/`, and cannot write the project's roster, lock or store, nor
+/// the approvals. `unconfined`: the launch has `MURMUR_UNCONFINED=1`, and each check
+/// is a success instead. The helper's answer is the launch's stdout.
+fn peer_probe(unconfined: bool) -> (String, String) {
+    let w = World::new();
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ok(w.mur().args(["new", "--roster", "team"]).output().unwrap());
+    let project = w.proj.join("team");
+    // The probe, where the helper's manifest grants it read (and execute).
+    let bin = w.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(crate::confine::probe(), bin.join("mur-probe")).unwrap();
+    let expect = if unconfined { "ok" } else { "EACCES" };
+    let mut checks: Vec<String> = [
+        project.join("roster.yaml"),
+        project.join("murmur.lock"),
+        project.join(".murmur/artifacts/planted.mur.zip"),
+        w.home.join(".murmur/approvals/forged.json"),
+    ]
+    .iter()
+    .map(|p| format!("write:{}={expect}", p.display()))
+    .collect();
+    checks.push("write:$MURMUR_WORKDIR/mine=ok".into());
+    let helper = project.join("helper");
+    let manifest = std::fs::read_to_string(helper.join("murmur.yaml"))
+        .unwrap()
+        .replace(
+            "transport: builtin",
+            "transport: process\n  command: [\"sh\", \"harness.sh\"]",
+        )
+        + &format!(
+            "capabilities:\n  files:\n    read: [\"{}\"]\n",
+            bin.display()
+        );
+    std::fs::write(helper.join("murmur.yaml"), manifest).unwrap();
+    std::fs::write(
+        helper.join("harness.sh"),
+        format!(
+            "IFS= read -r task\n{probe} {checks} > \"$MURMUR_WORKDIR/probe.out\" 2>&1\nrc=$?\nfails=$(grep -v ^PASS \"$MURMUR_WORKDIR/probe.out\" | tr -d '\"\\\\' | tr '\\n' ' ')\necho \"{{\\\"type\\\":\\\"message\\\",\\\"text\\\":\\\"probe rc=$rc pass=$(grep -c ^PASS \"$MURMUR_WORKDIR/probe.out\") $fails\\\"}}\"\n",
+            probe = bin.join("mur-probe").display(),
+            checks = checks.join(" ")
+        ),
+    )
+    .unwrap();
+    ok(w.mur_in(&project)
+        .args(["install", "lead", "helper"])
+        .output()
+        .unwrap());
+    let mut run = w.mur_in(&project);
+    run.args(["run", "--roster", "--task", "Probe."]);
+    if unconfined {
+        run.env("MURMUR_UNCONFINED", "1");
+    }
+    let out = run.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let verdict = format!("> probe rc=0 pass={}", checks.len());
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.lines().any(|l| l.trim_end() == verdict),
+        "{stdout}\n{stderr}"
+    );
+    // The roster itself: untouched confined, the probe's unconfined.
+    let roster = std::fs::read_to_string(project.join("roster.yaml")).unwrap();
+    assert_eq!(roster == "mur-probe\n", unconfined, "{roster}");
+    (stdout, stderr)
+}
+
+#[test]
+fn a_formation_peer_cannot_write_the_project_s_roster_lock_store_or_approvals() {
+    let (_, stderr) = peer_probe(false);
+    assert!(
+        stderr.contains("[helper] warning[W-RUN-010]: local/team-helper starts a `transport: process` harness, confined"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_same_peer_unconfined_writes_each() {
+    let (_, stderr) = peer_probe(true);
+    assert!(stderr.contains("W-RUN-011"), "{stderr}");
+    assert!(!stderr.contains("W-RUN-010"), "{stderr}");
 }

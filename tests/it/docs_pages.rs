@@ -143,12 +143,17 @@ fn the_process_harness_how_to_runs_as_written() {
     std::fs::write(dir.join("harness.py"), &blocks(&text, "python")[0]).unwrap();
     let task = "Hello, harness.";
     assert!(text.contains(&format!("mur run --task \"{task}\"")));
+    // The system's python3, as on a machine without pyenv: an interpreter under the
+    // home (pyenv's shims here) is not readable by a confined harness unless granted,
+    // as the page says.
     let out = w
         .mur_in(&dir)
+        .env("PATH", "/usr/bin:/bin")
         .args(["run", "--task", task])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("capabilities.files.read: [\"~/.pyenv\"]"));
     let reversed: String = task.chars().rev().collect();
     assert_eq!(stdout(&out), format!("completed\n{reversed}\n"));
     assert!(
