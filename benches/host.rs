@@ -2,7 +2,9 @@
 //! within 10 ms of an unconfined one; a delegation round trip under 50 ms).
 //!
 //! `cargo bench --bench host` (MUR_BENCH_ITERS sets the shell and harness iterations,
-//! default 500; a fifth of them, at least 20, are delegations). A shell call is
+//! default 500; a fifth of them, at least 20, are delegations). The shell call and the
+//! harness start are measured unconfined and confined in each tier this kernel gives
+//! (`netns`, `landlock`). A shell call is
 //! `shell::run` of `true`, from spawn to result. A harness task start is a
 //! `transport: process` harness (`/bin/sh` answering one line) from spawn to its
 //! first reply. A delegation round trip is `Delegations::delegate` of
@@ -45,22 +47,34 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let calls = shell_calls(&root, iters).await;
-        measure::summary(
-            "host",
-            "shell_call",
-            serde_json::json!({}),
-            "shell call (`true`, spawn to result)",
-            &calls,
-        );
-        let starts = harness_starts(&root, iters).await;
-        measure::summary(
-            "host",
-            "harness_start",
-            serde_json::json!({}),
-            "process-harness task start (spawn to first reply)",
-            &starts,
-        );
+        // Unconfined (the opt-out), then confined in each tier this kernel gives.
+        let kernel = mur::confine::net::Kernel::probe();
+        let mut tiers = vec![("unconfined", None)];
+        if kernel.missing().is_none() {
+            use mur::confine::net::Tier;
+            if kernel.netns.is_ok() {
+                tiers.push(("netns", Some(confined(&root, Tier::Netns).await)));
+            }
+            tiers.push(("landlock", Some(confined(&root, Tier::Landlock).await)));
+        }
+        for (tier, confine) in &tiers {
+            let calls = shell_calls(&root, iters, confine.clone()).await;
+            measure::summary(
+                "host",
+                "shell_call",
+                serde_json::json!({ "tier": tier }),
+                &format!("shell call (`true`, spawn to result), {tier}"),
+                &calls,
+            );
+            let starts = harness_starts(&root, iters, confine.clone()).await;
+            measure::summary(
+                "host",
+                "harness_start",
+                serde_json::json!({ "tier": tier }),
+                &format!("process-harness task start (spawn to first reply), {tier}"),
+                &starts,
+            );
+        }
         let trips = delegations(&root, &proj, (iters / 5).max(measure::sized(20, 2))).await;
         measure::summary(
             "host",
@@ -94,11 +108,36 @@ fn install_kid(root: &Path, proj: &Path) {
     );
 }
 
-async fn shell_calls(root: &Path, iters: usize) -> Vec<Duration> {
+/// A session's confinement of `root` as its work folder, in `tier` (the proxy allows
+/// nothing: the benches make no connection).
+async fn confined(root: &Path, tier: mur::confine::net::Tier) -> mur::confine::Confined {
+    let files = mur::manifest::Files::default();
+    let murmur = root.join("home/.murmur");
+    std::fs::create_dir_all(&murmur).unwrap();
+    let inputs = mur::confine::Inputs {
+        workdir: root,
+        session_dirs: vec![],
+        capsule_read: vec![],
+        files: &files,
+        user_home: &root.join("home"),
+        murmur_home: &murmur,
+        network: vec![],
+    };
+    let plan = mur::confine::Plan::new(&inputs).unwrap();
+    mur::confine::Confined::start(&plan, Arc::new(|_| {}), tier)
+        .await
+        .unwrap()
+}
+
+async fn shell_calls(
+    root: &Path,
+    iters: usize,
+    confine: Option<mur::confine::Confined>,
+) -> Vec<Duration> {
     let config = ShellConfig {
         workdir: root.to_path_buf(),
         env: vec![("HOME".into(), root.display().to_string())],
-        confine: None,
+        confine,
     };
     let mut samples = Vec::with_capacity(iters);
     for _ in 0..iters {
@@ -112,7 +151,11 @@ async fn shell_calls(root: &Path, iters: usize) -> Vec<Duration> {
     samples
 }
 
-async fn harness_starts(root: &Path, iters: usize) -> Vec<Duration> {
+async fn harness_starts(
+    root: &Path,
+    iters: usize,
+    confine: Option<mur::confine::Confined>,
+) -> Vec<Duration> {
     use mur::agent::{Conversation, Message, ProcessConfig, Reply, Transport};
     let config = ProcessConfig {
         command: vec![
@@ -123,7 +166,7 @@ async fn harness_starts(root: &Path, iters: usize) -> Vec<Duration> {
         cwd: root.to_path_buf(),
         env: vec![("HOME".into(), root.display().to_string())],
         stderr: None,
-        confine: None,
+        confine,
     };
     let conversation = Conversation {
         task_id: "t1".into(),
