@@ -47,18 +47,24 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        // Unconfined (the opt-out), then confined in each tier this kernel gives.
+        // Unconfined (the opt-out), then confined in each tier this kernel gives; the
+        // work folder beside HOME, never holding it (E-RUN-055).
+        let work = root.join("work");
+        std::fs::create_dir_all(&work).unwrap();
         let kernel = mur::confine::net::Kernel::probe();
         let mut tiers = vec![("unconfined", None)];
         if kernel.missing().is_none() {
             use mur::confine::net::Tier;
             if kernel.netns.is_ok() {
-                tiers.push(("netns", Some(confined(&root, Tier::Netns).await)));
+                tiers.push(("netns", Some(confined(&root, &work, Tier::Netns).await)));
             }
-            tiers.push(("landlock", Some(confined(&root, Tier::Landlock).await)));
+            tiers.push((
+                "landlock",
+                Some(confined(&root, &work, Tier::Landlock).await),
+            ));
         }
         for (tier, confine) in &tiers {
-            let calls = shell_calls(&root, iters, confine.clone()).await;
+            let calls = shell_calls(&work, iters, confine.clone()).await;
             measure::summary(
                 "host",
                 "shell_call",
@@ -66,7 +72,7 @@ fn main() {
                 &format!("shell call (`true`, spawn to result), {tier}"),
                 &calls,
             );
-            let starts = harness_starts(&root, iters, confine.clone()).await;
+            let starts = harness_starts(&work, iters, confine.clone()).await;
             measure::summary(
                 "host",
                 "harness_start",
@@ -108,14 +114,18 @@ fn install_kid(root: &Path, proj: &Path) {
     );
 }
 
-/// A session's confinement of `root` as its work folder, in `tier` (the proxy allows
-/// nothing: the benches make no connection).
-async fn confined(root: &Path, tier: mur::confine::net::Tier) -> mur::confine::Confined {
+/// A session's confinement with `work` as its work folder and `root/home` as HOME, in
+/// `tier` (the proxy allows nothing: the benches make no connection).
+async fn confined(
+    root: &Path,
+    work: &Path,
+    tier: mur::confine::net::Tier,
+) -> mur::confine::Confined {
     let files = mur::manifest::Files::default();
     let murmur = root.join("home/.murmur");
     std::fs::create_dir_all(&murmur).unwrap();
     let inputs = mur::confine::Inputs {
-        workdir: root,
+        workdir: work,
         session_dirs: vec![],
         capsule_read: vec![],
         files: &files,
