@@ -334,14 +334,14 @@ catalogue! {
     W_RUN_020 = "W-RUN-020", "Formation already live here",
         "`mur run --roster` found a formation of the same roster (launched from the same folder) still live; the new launch runs beside it, and both entry members work in the project folder.",
         "Give the live formation the task with `mur send <frm_id>`, or stop it first with `mur stop <frm_id>`.";
-    W_RUN_010 = "W-RUN-010", "Harness not confined",
-        "The capsule's agent is a native harness (`transport: process`). Capabilities confine WASM components and mur's own calls; they do not confine a native process, which runs with the user's access to the network, files and programs.",
-        "Run capsules whose harness you do not trust inside a container, a VM or as another user.";
+    W_RUN_010 = "W-RUN-010", "Native processes confined: the tier",
+        "The capsule starts native processes (a `transport: process` harness or the `shell` tool); they and all they start run confined: Landlock files deny by default (reads included), no direct network connection (only mur's egress proxy), seccomp refuses UDP, raw and packet sockets, no signals or ptrace outside their tree. The line names the network tier: `netns` (a network namespace with only loopback) or `landlock` (Landlock matches ports, not addresses: a direct connection to any address on the proxy's port is not stopped), and what it cannot stop. Printed once at start.",
+        "docs/confinement.md says what is and is not confined; run capsules you do not trust with tier landlock's gap inside a container or a VM.";
     W_RUN_011 = "W-RUN-011", "Confinement opted out",
         "`--unconfined` or `MURMUR_UNCONFINED=1` is in force: the capsule's native processes run with the user's whole access to files, network and processes. Printed once at start and recorded in the trace's `session_start` (`unconfined`).",
         "Drop the opt-out to confine them (docs/confinement.md).";
     W_SEC_013 = "W-SEC-013", "Host warning",
-        "The host lacks a protection mur relies on; printed once by the launcher for every member. Running as root is one such: `MURMUR_ALLOW_ROOT=1` silences it where root is meant (a CI container).",
+        "The host lacks a protection mur relies on; printed once by the launcher for every member. Running as root is one such: Landlock and seccomp confine a root harness and shell command too, but they keep root's kernel privileges that no Landlock rule removes (loading kernel modules, changing system settings). `MURMUR_ALLOW_ROOT=1` silences it where root is meant (a CI container).",
         "Read the warning's text for the protection that is missing.";
 }
 

@@ -12,7 +12,9 @@
 //! - The capsule's credentials, the model's `agent.api_key_env` and the door's
 //!   `network.authentication.bearer_env`, reach no capsule executor whatever those
 //!   lists say; the door's reach no delegated child either.
-//! - Proxy variables are not passed from mur's environment to a capsule executor.
+//! - Proxy variables are not passed from mur's environment to a capsule executor; a
+//!   confined harness and shell command get the session's egress proxy in all six
+//!   (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, and lower case), docs/confinement.md.
 
 use std::path::{Path, PathBuf};
 
@@ -72,7 +74,19 @@ pub struct Session {
     pub home: PathBuf,
     pub out: PathBuf,
     pub tmp: PathBuf,
+    /// The egress proxy's URL when the session confines its native executors.
+    pub proxy: Option<String>,
 }
+
+/// The proxy variables a confined native executor gets, set to the session's proxy.
+pub const PROXY_SET: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
 
 /// Why a name of mur's environment does not pass to `executor`; `None`: it passes
 /// when the executor's list names it (for a delegate: always).
@@ -142,6 +156,11 @@ pub fn env(
             (env::TMPDIR.to_string(), path(&s.tmp)),
         ]),
         _ => {}
+    }
+    if let (Executor::Harness | Executor::Shell, Some(url)) =
+        (executor, session.and_then(|s| s.proxy.as_ref()))
+    {
+        out.extend(PROXY_SET.iter().map(|k| (k.to_string(), url.clone())));
     }
     for name in listed {
         if out.iter().any(|(k, _)| k == name) || withheld(executor, name, credentials).is_some() {

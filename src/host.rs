@@ -12,9 +12,9 @@ pub(crate) fn warnings() -> Vec<Diagnostic> {
         out.push(
             Diagnostic::new(
                 W_SEC_013,
-                "mur runs as root: capsules' harnesses, shell commands and hooks run with root's privileges",
+                "mur runs as root: capsules' harnesses and shell commands are confined by Landlock and seccomp, but keep root's kernel privileges",
             )
-            .hint("Run mur as an ordinary user; a capsule's capabilities do not confine a root process. Where root is meant (a CI container), MURMUR_ALLOW_ROOT=1 silences this."),
+            .hint("Run mur as an ordinary user: Landlock confines root's files, network and signals too, but not root's other kernel privileges (loading modules, changing system settings). Where root is meant (a CI container), MURMUR_ALLOW_ROOT=1 silences this."),
         );
     }
     out

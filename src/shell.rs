@@ -1,8 +1,8 @@
 //! The `shell` tool, offered when the manifest has `capabilities.shell`: `sh -c` in
 //! the session's work folder, with the environment `grant::env` gives a shell command
 //! (the names in `capabilities.shell.baseline_env`, no credential, plus HOME and
-//! TMPDIR: the session's home/ and tmp/). The shell is no sandbox: a command runs with
-//! mur's own privileges. docs/shell.md.
+//! TMPDIR: the session's home/ and tmp/), confined with the session's confinement
+//! (docs/confinement.md) unless the user opted out. docs/shell.md.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -32,6 +32,8 @@ pub struct ShellConfig {
     pub workdir: PathBuf,
     /// The whole environment of a command (`grant::env` for a shell command).
     pub env: Vec<(String, String)>,
+    /// The session's confinement; `None` under the opt-out.
+    pub confine: Option<crate::confine::Confined>,
 }
 
 /// The tool, for one task.
@@ -82,6 +84,7 @@ pub async fn run(config: &ShellConfig, command: &str, timeout: Duration) -> Resu
         .env_clear()
         .envs(config.env.iter().map(|(k, v)| (k, v)))
         .stderr(Stderr::Piped)
+        .confined(config.confine.as_ref())
         .own_group()
         .parent_death_signal()
         // What the command orphans stays below it, so a timeout finds and kills all of it.
@@ -230,6 +233,7 @@ mod tests {
         ShellConfig {
             workdir: dir.to_path_buf(),
             env: vec![("HOME".into(), dir.display().to_string())],
+            confine: None,
         }
     }
 

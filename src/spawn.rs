@@ -199,6 +199,15 @@ impl Spawn {
         self
     }
 
+    /// [`Spawn::confine`] with the session's confinement, when there is one (none:
+    /// the user opted out, or nothing native is confined).
+    pub fn confined(&mut self, confined: Option<&crate::confine::Confined>) -> &mut Spawn {
+        if let Some(c) = confined {
+            self.confine(c.prepared());
+        }
+        self
+    }
+
     pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Spawn {
         self.cwd = Some(dir.as_ref().as_os_str().to_owned());
         self

@@ -33,6 +33,7 @@ impl TransportConfig {
         capsule_root: &Path,
         env: Vec<(String, String)>,
         stderr: Option<PathBuf>,
+        confine: Option<crate::confine::Confined>,
     ) -> Self {
         match transport {
             manifest::Transport::Builtin => TransportConfig::Builtin,
@@ -52,6 +53,7 @@ impl TransportConfig {
                 cwd: capsule_root.to_path_buf(),
                 env,
                 stderr,
+                confine,
             }),
         }
     }
@@ -127,6 +129,9 @@ pub struct ProcessConfig {
     pub env: Vec<(String, String)>,
     /// Where the harness's stderr goes (the session's logs/); `None` inherits mur's.
     pub stderr: Option<PathBuf>,
+    /// The session's confinement, applied to the harness and all it starts; `None`
+    /// under the opt-out (docs/confinement.md).
+    pub confine: Option<crate::confine::Confined>,
 }
 
 /// Builds the transport for one task; `driver` is the loaded `agent.driver` of
@@ -159,7 +164,7 @@ mod tests {
     fn manifest_transports_convert() {
         let root = Path::new("/capsule");
         assert_eq!(
-            TransportConfig::from_manifest(&manifest::Transport::Builtin, root, vec![], None),
+            TransportConfig::from_manifest(&manifest::Transport::Builtin, root, vec![], None, None),
             TransportConfig::Builtin
         );
         let p = manifest::Transport::Process(manifest::ProcessTransport {
@@ -167,12 +172,13 @@ mod tests {
         });
         let env = vec![("A".to_string(), "1".to_string())];
         assert_eq!(
-            TransportConfig::from_manifest(&p, root, env.clone(), None),
+            TransportConfig::from_manifest(&p, root, env.clone(), None, None),
             TransportConfig::Process(ProcessConfig {
                 command: vec!["sh".into(), "harness.sh".into()],
                 cwd: root.into(),
                 env,
                 stderr: None,
+                confine: None,
             })
         );
         let h = manifest::Transport::Http(manifest::HttpTransport {
@@ -186,7 +192,7 @@ mod tests {
             stream: true,
             sampling: manifest::Sampling::default(),
         });
-        let c = TransportConfig::from_manifest(&h, root, vec![], None);
+        let c = TransportConfig::from_manifest(&h, root, vec![], None, None);
         assert_eq!(c.name(), h.kind());
         let TransportConfig::Http(c) = c else {
             panic!("{c:?}")

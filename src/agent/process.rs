@@ -92,6 +92,7 @@ impl ProcessTransport {
             .envs(cfg.env.iter().map(|(k, v)| (k, v)))
             .stdin_piped()
             .stderr(stderr)
+            .confined(cfg.confine.as_ref())
             .own_group()
             // Backstop for a mur that is SIGKILLed and so cannot shut its harness
             // down: the kernel kills the harness when the thread that started it dies

@@ -21,6 +21,7 @@ pub mod start;
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use nix::errno::Errno;
 
@@ -101,7 +102,11 @@ impl Plan {
         let exposes = |p: &Path| murmur.starts_with(p) || p.starts_with(&murmur);
         let mut rules = files::Rules::default();
         let workdir = real(inputs.workdir);
-        if exposes(&workdir) {
+        // A formation peer works in its own `~/.murmur/formations/<frm_id>/<member>/`,
+        // which holds nothing of mur's but its own files.
+        let peer_folder = workdir.starts_with(murmur.join("formations"))
+            && workdir.components().count() > murmur.components().count() + 2;
+        if exposes(&workdir) && !peer_folder {
             return Err(format!(
                 "the work folder {} holds or lies in mur's folder {}",
                 workdir.display(),
@@ -138,7 +143,7 @@ impl Plan {
                         p.display()
                     )
                 })?;
-                if exposes(&p) {
+                if exposes(&p) && !(peer_folder && p.starts_with(&workdir)) {
                     return Err(format!(
                         "capabilities.files grant `{written}` ({}) would expose mur's folder {}",
                         p.display(),
@@ -215,6 +220,67 @@ impl Prepared {
         self.tier
     }
 }
+
+/// A session's confinement, made once and shared by its harness and every shell
+/// command: the prepared kernel objects and the egress proxy they let the tree reach.
+/// The proxy runs as long as a clone of this lives (the session's).
+#[derive(Clone)]
+pub struct Confined {
+    prepared: Arc<Prepared>,
+    proxy: Arc<proxy::Proxy>,
+}
+
+impl Confined {
+    /// Starts the proxy for `plan.network` (decisions to `sink`) and prepares the
+    /// ruleset, filter and, in tier `netns`, the namespace step for it
+    /// ([`Plan::prepare_for`]). On a tokio runtime.
+    pub async fn start(
+        plan: &Plan,
+        sink: proxy::Sink,
+        tier: net::Tier,
+    ) -> Result<Confined, String> {
+        let proxy = proxy::Proxy::start(plan.network.clone(), sink)
+            .await
+            .map_err(|e| format!("cannot start the egress proxy on 127.0.0.1: {e}"))?;
+        let prepared = plan.prepare_for(&proxy, tier)?;
+        Ok(Confined {
+            prepared: Arc::new(prepared),
+            proxy: Arc::new(proxy),
+        })
+    }
+
+    /// What the spawner applies in the child.
+    pub fn prepared(&self) -> Arc<Prepared> {
+        self.prepared.clone()
+    }
+
+    /// The proxy's URL, the value of the proxy variables.
+    pub fn proxy_url(&self) -> String {
+        self.proxy.url()
+    }
+
+    /// The proxy's port: the one TCP port the tree may connect to.
+    pub fn proxy_port(&self) -> u16 {
+        self.proxy.addr().port()
+    }
+}
+
+impl std::fmt::Debug for Confined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Confined")
+            .field("proxy", &self.proxy.url())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The same session's confinement.
+impl PartialEq for Confined {
+    fn eq(&self, other: &Confined) -> bool {
+        Arc::ptr_eq(&self.prepared, &other.prepared)
+    }
+}
+
+impl Eq for Confined {}
 
 /// Confines the calling process, and all it starts, for good. For the child side of a
 /// spawn: only raw system calls on `p`'s prepared data, no allocation, no lock.

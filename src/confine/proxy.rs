@@ -168,17 +168,10 @@ impl Proxy {
     /// The proxy variables a confined process is given (upper and lower case).
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let url = self.url();
-        [
-            "HTTP_PROXY",
-            "HTTPS_PROXY",
-            "ALL_PROXY",
-            "http_proxy",
-            "https_proxy",
-            "all_proxy",
-        ]
-        .into_iter()
-        .map(|k| (k, url.clone()))
-        .collect()
+        crate::grant::PROXY_SET
+            .into_iter()
+            .map(|k| (k, url.clone()))
+            .collect()
     }
 }
 

@@ -59,10 +59,6 @@ pub fn check(
     }
 }
 
-/// Whether sessions apply the confinement yet. False until the spawner calls
-/// [`super::apply_in_child`] for the harness and shell commands; `mur doctor` says so.
-pub const APPLIED: bool = false;
-
 /// One line for `mur doctor`: the confinement a member's native processes get, what is
 /// enforced and what is not.
 pub fn describe(m: &Manifest, kernel: &Kernel, opted_out: Option<&str>) -> String {
@@ -85,17 +81,10 @@ pub fn describe(m: &Manifest, kernel: &Kernel, opted_out: Option<&str>) -> Strin
         }
     };
     let not = tier.gap();
-    if APPLIED {
-        format!(
-            "tier {}: {what}; enforced: {enforced}; not enforced: {not}",
-            tier.as_str()
-        )
-    } else {
-        format!(
-            "tier {} planned, not yet applied by this build (W-RUN-010): {what} run unconfined",
-            tier.as_str()
-        )
-    }
+    format!(
+        "tier {}: {what}; enforced: {enforced}; not enforced: {not}",
+        tier.as_str()
+    )
 }
 
 /// The network tier this kernel gives and what it cannot stop, for `mur doctor` and

@@ -106,3 +106,55 @@ fn the_tier_is_netns_where_namespaces_work_and_landlock_otherwise() {
     // This machine (and CI) has unprivileged user and network namespaces.
     assert_eq!(Kernel::probe().netns, Ok(()), "the namespace probe");
 }
+
+/// A formation peer's own folder under `~/.murmur/formations/<frm_id>/<member>/` is a
+/// work folder (it holds nothing of mur's but its own files); `formations/` itself, a
+/// formation's folder, and any other place in `~/.murmur` are not, nor is a grant that
+/// climbs out of the peer's folder into mur's.
+#[test]
+fn a_peer_s_own_folder_is_the_one_work_folder_inside_murmur() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let murmur = home.join(".murmur");
+    let peer = murmur.join("formations/frm_1/helper");
+    std::fs::create_dir_all(peer.join("data")).unwrap();
+    std::fs::create_dir_all(murmur.join("running")).unwrap();
+    let plan = |workdir: &std::path::Path, files: &crate::manifest::Files| {
+        super::Plan::new(&super::Inputs {
+            workdir,
+            session_dirs: vec![],
+            capsule_read: vec![],
+            files,
+            user_home: &home,
+            murmur_home: &murmur,
+            network: vec![],
+        })
+    };
+    let none = crate::manifest::Files::default();
+    let plan_ok = plan(&peer, &none).unwrap();
+    assert!(plan_ok.rules.write.contains(&peer.canonicalize().unwrap()));
+    for refused in [
+        murmur.join("formations"),
+        murmur.join("formations/frm_1"),
+        murmur.join("running"),
+        murmur.clone(),
+        home.clone(),
+    ] {
+        let e = plan(&refused, &none).unwrap_err();
+        assert!(
+            e.contains("holds or lies in mur's folder"),
+            "{refused:?}: {e}"
+        );
+    }
+    let inside = crate::manifest::Files {
+        read: vec!["data".into()],
+        ..Default::default()
+    };
+    assert!(plan(&peer, &inside).is_ok());
+    let climbs = crate::manifest::Files {
+        read: vec!["~/.murmur/running".into()],
+        ..Default::default()
+    };
+    let e = plan(&peer, &climbs).unwrap_err();
+    assert!(e.contains("would expose mur's folder"), "{e}");
+}

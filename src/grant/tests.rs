@@ -31,6 +31,7 @@ fn session() -> Session {
         home: "/r/home".into(),
         out: "/r/out".into(),
         tmp: "/r/tmp".into(),
+        proxy: None,
     }
 }
 
@@ -159,4 +160,51 @@ fn a_credential_listed_as_passed_is_warned_about_with_the_reason() {
         "{}",
         w[1].message
     );
+}
+
+#[test]
+fn a_confined_harness_and_shell_get_the_sessions_proxy_and_never_murs() {
+    let vars = vec![
+        ("HTTPS_PROXY".to_string(), "http://mine:1".to_string()),
+        ("no_proxy".to_string(), "*".to_string()),
+    ];
+    let listed = vec!["HTTPS_PROXY".to_string(), "no_proxy".to_string()];
+    let confined = Session {
+        proxy: Some("http://127.0.0.1:9".into()),
+        ..session()
+    };
+    for executor in [Executor::Harness, Executor::Shell] {
+        let out = env(
+            executor,
+            &listed,
+            &Credentials::default(),
+            Some(&confined),
+            &vars,
+        );
+        for k in PROXY_SET {
+            let got: Vec<_> = out.iter().filter(|(n, _)| n == k).collect();
+            assert_eq!(got.len(), 1, "{executor:?} {k}: {out:?}");
+            assert_eq!(got[0].1, "http://127.0.0.1:9", "{executor:?} {k}");
+        }
+        assert!(!out.iter().any(|(k, _)| k == "no_proxy"), "{out:?}");
+        let open = env(
+            executor,
+            &listed,
+            &Credentials::default(),
+            Some(&session()),
+            &vars,
+        );
+        assert!(
+            !open.iter().any(|(k, _)| PROXY.contains(&k.as_str())),
+            "{executor:?} unconfined: {open:?}"
+        );
+    }
+    let component = env(
+        Executor::Component,
+        &listed,
+        &Credentials::default(),
+        Some(&confined),
+        &vars,
+    );
+    assert!(!component.iter().any(|(k, _)| PROXY.contains(&k.as_str())));
 }

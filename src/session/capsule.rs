@@ -266,33 +266,10 @@ fn unpacked(found: &Installed) -> Result<PathBuf> {
     Ok(dest)
 }
 
-/// W-RUN-010 for a capsule whose agent is a native harness: its capability grants
-/// confine WASM components, never this process (docs/manifest.md, "What capabilities
-/// confine"). Printed once, when the session starts.
-pub(crate) fn harness_not_confined(capsule: &Capsule) -> Option<Diagnostic> {
-    let manifest::Transport::Process(p) = &capsule.manifest.agent.transport else {
-        return None;
-    };
-    let allow = &capsule.manifest.capabilities.network.allow;
-    let grants = if allow.is_empty() {
-        "capabilities.network.allow: []".to_string()
-    } else {
-        format!("capabilities.network.allow: [{}]", allow.join(", "))
-    };
-    Some(Diagnostic::new(
-        crate::catalogue::W_RUN_010,
-        format!(
-            "{} runs a native harness (`{}`); {grants} binds WASM components, not this process: it runs with your user's access to the network, files and programs",
-            capsule.name,
-            p.command.join(" ")
-        ),
-    ))
-}
-
 /// What a session checks of its capsule before it takes a task, without starting it:
 /// its component files read and check (`Catalog::open`, as the start does), its model
 /// key is set (E-AGT-001), and, for a formation member that may call `callees`, W-RUN-008
-/// (no door known yet). Refusals are `Err`; W-RUN-008, W-MAN-002 and W-RUN-010 come back.
+/// (no door known yet). Refusals are `Err`; W-RUN-008 and W-MAN-002 come back.
 /// `mur doctor` asks this of every member, and of a single capsule's folder.
 pub(crate) fn checks(
     capsule: &Capsule,
@@ -313,6 +290,5 @@ pub(crate) fn checks(
         ));
     }
     warnings.extend(instructions_missing(capsule));
-    warnings.extend(harness_not_confined(capsule));
     Ok(warnings)
 }

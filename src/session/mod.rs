@@ -18,6 +18,7 @@
 pub(crate) mod cache;
 pub(crate) mod capsule;
 pub(crate) mod complete;
+pub(crate) mod confined;
 pub(crate) mod ends;
 pub(crate) mod follow;
 pub(crate) mod formation;

@@ -104,9 +104,6 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
     if let Some(w) = capsule::instructions_missing(&capsule) {
         output::stderr_line(&w);
     }
-    if let Some(w) = capsule::harness_not_confined(&capsule) {
-        output::stderr_line(&w);
-    }
     let tree = delegation_tree(&capsule, args, tree)?;
     // E-RUN-054 where native processes cannot be confined; an opt-out printed once.
     let kernel = crate::confine::net::Kernel::probe();
@@ -136,6 +133,8 @@ pub(crate) async fn session(args: &RunArgs) -> Result<i32> {
         tree,
         components: Some(components),
         unconfined,
+        kernel,
+        confined: None,
     };
     stage.run().await
 }
@@ -195,6 +194,10 @@ struct Stage<'a> {
     components: Option<crate::component::Catalog>,
     /// How the user opted out of confinement, recorded in `session_start`.
     unconfined: Option<&'static str>,
+    /// What this kernel can confine (probed once, at start).
+    kernel: crate::confine::net::Kernel,
+    /// The confinement of the native processes, once the records exist.
+    confined: Option<crate::confine::Confined>,
 }
 
 impl Stage<'_> {
@@ -210,6 +213,26 @@ impl Stage<'_> {
         trace.forbid(&token);
         if let Err(d) = self.live_export(&trace, formation_id.as_deref()) {
             return Ok(fail_early(&trace, &d));
+        }
+        self.confined = match super::confined::start(
+            &self.capsule,
+            &self.workdir,
+            &records,
+            &trace,
+            self.unconfined,
+            &self.kernel,
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(d) => return Ok(fail_early(&trace, &d)),
+        };
+        if let Some(w) = self
+            .confined
+            .as_ref()
+            .and_then(|_| super::confined::tier_warning(&self.capsule, &self.kernel))
+        {
+            output::stderr_line(&w);
         }
         if let Err(d) = self.transport(&records).check() {
             return Ok(fail_early(&trace, &d));
@@ -263,9 +286,10 @@ impl Stage<'_> {
                     crate::grant::Executor::Shell,
                     &sh.baseline_env,
                     &self.capsule.manifest.credentials(),
-                    Some(&session_folders(&records, &self.workdir)),
+                    Some(&self.folders(&records)),
                     &crate::grant::mur_vars(),
                 ),
+                confine: self.confined.clone(),
             })
         });
         let spawn = &self.capsule.manifest.capabilities.spawn.allow;
@@ -508,7 +532,7 @@ impl Stage<'_> {
             crate::grant::Executor::Harness,
             &m.capabilities.env.allow,
             &m.credentials(),
-            Some(&session_folders(records, &self.workdir)),
+            Some(&self.folders(records)),
             &crate::grant::mur_vars(),
         );
         TransportConfig::from_manifest(
@@ -516,7 +540,21 @@ impl Stage<'_> {
             &self.capsule.root,
             env,
             Some(records.logs_dir().join("harness.log")),
+            self.confined.clone(),
         )
+    }
+
+    /// The folders and id a session's harness and shell commands are given
+    /// (`grant::env`), and its proxy when they are confined.
+    fn folders(&self, records: &Records) -> crate::grant::Session {
+        crate::grant::Session {
+            id: records.session_id.clone(),
+            workdir: self.workdir.clone(),
+            home: records.home_dir(),
+            out: records.out_dir(),
+            tmp: records.tmp_dir(),
+            proxy: self.confined.as_ref().map(|c| c.proxy_url()),
+        }
     }
 
     /// The readiness line (`--json`), or a line for people on stderr. Printed once the
@@ -547,17 +585,6 @@ impl Stage<'_> {
 }
 
 /// `http://127.0.0.1:<port>`, as the readiness line and the running record give it.
-/// The folders and id a session's harness and shell commands are given (`grant::env`).
-fn session_folders(records: &Records, workdir: &std::path::Path) -> crate::grant::Session {
-    crate::grant::Session {
-        id: records.session_id.clone(),
-        workdir: workdir.to_path_buf(),
-        home: records.home_dir(),
-        out: records.out_dir(),
-        tmp: records.tmp_dir(),
-    }
-}
-
 fn door_base(door: &Door) -> String {
     door.url().trim_end_matches('/').to_string()
 }

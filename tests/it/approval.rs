@@ -51,7 +51,9 @@ fn a_planted_artifact_and_lock_are_refused_until_approved() {
     );
     assert!(manifest.contains("harness.sh"), "{manifest}");
     std::fs::write(evil.join("murmur.yaml"), manifest).unwrap();
-    let mark = w.path("planted-harness-ran");
+    // In the work folder (the entry member's: the project): a confined harness writes
+    // nowhere else.
+    let mark = project.join("planted-harness-ran");
     std::fs::write(
         evil.join("harness.sh"),
         format!("touch '{}'\n", mark.display()),
@@ -266,14 +268,15 @@ fn a_rewritten_harness_is_refused_and_an_undeclared_file_is_not() {
     assert!(notes.status.success(), "{}", stderr(&notes));
     std::fs::write(
         dir.join("harness.sh"),
-        format!("touch '{}'\n{harness}", w.path("mark").display()),
+        // In the work folder: were it to run, a confined harness could write it there.
+        format!("touch '{}'\n{harness}", dir.join("mark").display()),
     )
     .unwrap();
     let refused = run();
     let err = stderr(&refused);
     assert_eq!(refused.status.code(), Some(1), "{err}");
     assert!(err.contains("harness.sh: changed"), "{err}");
-    assert!(!w.path("mark").exists(), "the rewritten harness ran");
+    assert!(!dir.join("mark").exists(), "the rewritten harness ran");
 }
 
 /// A capsule folder is recorded at its first run. Before any session has run in the

@@ -11,7 +11,7 @@ use mur::confine::{self, Inputs, Plan, proxy::Proxy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The probe, built once from probe/ (its own workspace, std only).
-fn probe() -> &'static Path {
+pub(crate) fn probe() -> &'static Path {
     static PROBE: OnceLock<PathBuf> = OnceLock::new();
     PROBE.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -34,7 +34,7 @@ fn probe() -> &'static Path {
 
 /// A name other than `localhost` that /etc/hosts maps to 127.0.0.1 (the host name in
 /// most images). The rebinding check needs one; none is a failure, not a skip.
-fn loopback_name() -> String {
+pub(crate) fn loopback_name() -> String {
     let hosts = std::fs::read_to_string("/etc/hosts").expect("/etc/hosts");
     hosts
         .lines()

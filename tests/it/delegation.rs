@@ -34,16 +34,16 @@ fn a_child_runs_the_task_and_its_answer_comes_back_fenced() {
     let w = World::new();
     w.install("kid", "", None);
     let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Say hello."}"#;
-    w.install("boss", SPAWN, Some(&parent(&w.root, args)));
+    w.install("boss", SPAWN, Some(&parent(&w.proj, args)));
     let out = w.run_task("boss", "go");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tool = read_json(&w.root.join("tool.json"));
+    let tool = read_json(&w.proj.join("tool.json"));
     assert_eq!(tool["is_error"], false, "{tool}");
-    let reply = read_json(&w.root.join("reply.json"));
+    let reply = read_json(&w.proj.join("reply.json"));
     let text = reply["text"].as_str().unwrap();
     assert!(text.starts_with(ANSWERS_LEAD), "{text}");
     assert!(text.contains("child:local/kid@1.0.0 (completed)"), "{text}");
@@ -59,7 +59,7 @@ fn a_verbose_parent_s_child_logs_as_much() {
     let w = World::new();
     w.install("kid", "", None);
     let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Say hello."}"#;
-    w.install("boss", SPAWN, Some(&parent(&w.root, args)));
+    w.install("boss", SPAWN, Some(&parent(&w.proj, args)));
     let out = w.run("boss").args(["-v", "--task", "go"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -77,14 +77,14 @@ fn a_verbose_parent_s_child_logs_as_much() {
 fn a_capsule_outside_spawn_allow_is_refused_with_the_patterns() {
     let w = World::new();
     let args = r#"{"capsule":"other/thing","version":"1.0.0","task":"x"}"#;
-    w.install("boss", SPAWN, Some(&parent(&w.root, args)));
+    w.install("boss", SPAWN, Some(&parent(&w.proj, args)));
     let out = w.run_task("boss", "go");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tool = read_json(&w.root.join("tool.json"));
+    let tool = read_json(&w.proj.join("tool.json"));
     assert_eq!(tool["is_error"], true, "{tool}");
     let msg = tool["output"].as_str().unwrap();
     assert!(
@@ -153,7 +153,7 @@ fn wait_gone(pid: i32) -> Duration {
 fn busy_pair(w: &World, frm: &str) -> (KillOnDrop, Value) {
     w.install("kid", "", Some("IFS= read -r task\nexec sleep 600\n"));
     let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Work."}"#;
-    w.install("boss", SPAWN, Some(&parent(&w.root, args)));
+    w.install("boss", SPAWN, Some(&parent(&w.proj, args)));
     let parent = w
         .run("boss")
         .args(["--task", "go"])
@@ -259,7 +259,7 @@ fn a_formation_member_delegates_and_its_child_ends_with_the_formation() {
     let (mut launcher, kid) = {
         w.install("kid", "", Some("IFS= read -r task\nexec sleep 600\n"));
         let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Work."}"#;
-        w.install("boss", SPAWN, Some(&parent(&w.root, args)));
+        w.install("boss", SPAWN, Some(&parent(&w.proj, args)));
         std::fs::write(
             w.proj.join("roster.yaml"),
             "roster_version: 1\nmembers:\n  - name: boss\n    capsule: local/boss\n    version: 1.0.0\n    entry: true\n",
@@ -277,7 +277,7 @@ fn a_formation_member_delegates_and_its_child_ends_with_the_formation() {
             panic!(
                 "no child; launcher: {}; tool: {:?}",
                 std::fs::read_to_string(w.root.join("launcher.err")).unwrap_or_default(),
-                std::fs::read_to_string(w.root.join("tool.json"))
+                std::fs::read_to_string(w.proj.join("tool.json"))
             )
         });
         (launcher, kid)
@@ -347,7 +347,7 @@ fn symlinks_planted_in_tmp_make_mur_write_nothing_outside() {
          ln -s '{up}outside/victim.txt' \"$TMPDIR/delegate-$PPID-0.md\"\n\
          ln -s '{created}' \"$TMPDIR/delegate-$PPID-0.log\"\n\
          [ -f \"$TMPDIR/delegate-$PPID-0.md\" ] && echo resolves > '{root}/relative'\n",
-        root = w.root.display(),
+        root = w.proj.display(),
         created = created.display(),
     );
     w.install("kid", "", None);
@@ -355,7 +355,7 @@ fn symlinks_planted_in_tmp_make_mur_write_nothing_outside() {
     w.install(
         "boss",
         SPAWN,
-        Some(&format!("{plant}{}", parent(&w.root, args))),
+        Some(&format!("{plant}{}", parent(&w.proj, args))),
     );
     let out = w.run_task("boss", "go");
     assert!(
@@ -365,7 +365,7 @@ fn symlinks_planted_in_tmp_make_mur_write_nothing_outside() {
     );
     // The relative link did point at the victim: the plant was a real one.
     assert!(
-        w.root.join("relative").exists(),
+        w.proj.join("relative").exists(),
         "the relative link resolves nowhere"
     );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
@@ -375,12 +375,12 @@ fn symlinks_planted_in_tmp_make_mur_write_nothing_outside() {
     );
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
     // The delegation still worked, with the names the harness predicted.
-    let tool = read_json(&w.root.join("tool.json"));
+    let tool = read_json(&w.proj.join("tool.json"));
     assert_eq!(tool["is_error"], false, "{tool}");
-    let reply = read_json(&w.root.join("reply.json"));
+    let reply = read_json(&w.proj.join("reply.json"));
     let text = reply["text"].as_str().unwrap();
     assert!(text.contains("child:local/kid@1.0.0 (completed)"), "{text}");
-    let pid = std::fs::read_to_string(w.root.join("pid")).unwrap();
+    let pid = std::fs::read_to_string(w.proj.join("pid")).unwrap();
     let log = files_under(&w.records_root())
         .into_iter()
         .find(|f| f.ends_with(format!("logs/delegate-{}-0.log", pid.trim())))

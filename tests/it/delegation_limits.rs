@@ -67,7 +67,7 @@ fn self_delegation_stops_at_the_root_s_depth_and_a_child_cannot_raise_it() {
     let w = World::new();
     let args = r#"{"capsule":"local/selfie","version":"1.0.0","task":"Again."}"#;
     let spawn = "capabilities:\n  spawn:\n    allow: [local/selfie]\n    max_depth: 50\n";
-    w.install("selfie", spawn, Some(&delegating(&w.root, args, 1)));
+    w.install("selfie", spawn, Some(&delegating(&w.proj, args, 1)));
     let out = w
         .run("selfie")
         .args(["--max-delegation-depth", "2", "--task", "go"])
@@ -78,7 +78,7 @@ fn self_delegation_stops_at_the_root_s_depth_and_a_child_cannot_raise_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let found = results(&w.root);
+    let found = results(&w.proj);
     // The root (depth 0), a child (1), a grandchild (2): three sessions, one refusal.
     assert_eq!(found.len(), 3, "{found:?}");
     assert_eq!(sessions(&w), 3);
@@ -98,15 +98,15 @@ fn a_cycle_stops_at_the_default_depth() {
     let to =
         |n: &str| format!(r#"{{"capsule":"local/{n}","version":"1.0.0","task":"Pass it on."}}"#);
     let spawn = |n: &str| format!("capabilities:\n  spawn:\n    allow: [local/{n}]\n");
-    w.install("a", &spawn("b"), Some(&delegating(&w.root, &to("b"), 1)));
-    w.install("b", &spawn("a"), Some(&delegating(&w.root, &to("a"), 1)));
+    w.install("a", &spawn("b"), Some(&delegating(&w.proj, &to("b"), 1)));
+    w.install("b", &spawn("a"), Some(&delegating(&w.proj, &to("a"), 1)));
     let out = w.run_task("a", "go");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let found = results(&w.root);
+    let found = results(&w.proj);
     let depth = mur::delegation::tree::DEFAULT_MAX_DEPTH as usize;
     assert_eq!(found.len(), depth + 1, "{found:?}");
     assert_eq!(sessions(&w), depth + 1);
@@ -125,7 +125,7 @@ fn a_cycle_stops_at_the_default_depth() {
 #[test]
 fn a_fan_out_stops_at_the_live_limit() {
     let w = World::new();
-    let fds = w.root.join("fds");
+    let fds = w.proj.join("fds");
     std::fs::create_dir(&fds).unwrap();
     let kid = format!(
         "IFS= read -r task\nfor f in 3 4 5; do readlink /proc/$$/fd/$f; done > '{}/'\"$MURMUR_SESSION_ID\"\nexec sleep 600\n",
@@ -134,7 +134,7 @@ fn a_fan_out_stops_at_the_live_limit() {
     w.install("kid", "", Some(&kid));
     let args = r#"{"capsule":"local/kid","version":"1.0.0","task":"Work."}"#;
     let spawn = "capabilities:\n  spawn:\n    allow: [local/kid]\n";
-    w.install("boss", spawn, Some(&delegating(&w.root, args, 5)));
+    w.install("boss", spawn, Some(&delegating(&w.proj, args, 5)));
     let parent = w
         .run("boss")
         .args(["--max-live-delegations", "2", "--task", "go"])
@@ -144,11 +144,11 @@ fn a_fan_out_stops_at_the_live_limit() {
         .unwrap();
     let mut parent = KillOnDrop::pid(parent);
     let until = Instant::now() + LIMIT;
-    while results(&w.root).len() < 5 || std::fs::read_dir(&fds).unwrap().count() < 2 {
-        assert!(Instant::now() < until, "{:?}", results(&w.root));
+    while results(&w.proj).len() < 5 || std::fs::read_dir(&fds).unwrap().count() < 2 {
+        assert!(Instant::now() < until, "{:?}", results(&w.proj));
         std::thread::sleep(Duration::from_millis(20));
     }
-    let found = results(&w.root);
+    let found = results(&w.proj);
     let refused = refusals(&found);
     assert_eq!(refused.len(), 3, "{found:?}");
     for r in &refused {

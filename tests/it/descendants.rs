@@ -21,11 +21,32 @@ const LIMIT: Duration = Duration::from_secs(30);
 /// Shell that starts the escaping grandchild and waits until it runs: a subshell
 /// backgrounds `setsid sh` and exits (the double fork); the grandchild ignores
 /// SIGTERM, then writes its pid to `pidfile` and execs into sleep (same pid).
+/// `pidfile` is in a folder the confined harness may write (its work folder), and may
+/// name `$MURMUR_WORKDIR`, which both shells expand.
 fn grandchild(pidfile: &Path) -> String {
     let p = pidfile.display();
     format!(
-        "( setsid sh -c 'trap \"\" TERM; echo $$ > \"{p}.tmp\"; mv \"{p}.tmp\" \"{p}\"; exec sleep 600' </dev/null >/dev/null 2>&1 & )\nwhile [ ! -e '{p}' ]; do sleep 0.01; done\n"
+        "( setsid sh -c 'trap \"\" TERM; echo $$ > \"{p}.tmp\"; mv \"{p}.tmp\" \"{p}\"; exec sleep 600' </dev/null >/dev/null 2>&1 & )\nwhile [ ! -e \"{p}\" ]; do sleep 0.01; done\n"
     )
+}
+
+/// The file `name` a formation peer `member` wrote in its own work folder
+/// (`~/.murmur/formations/<frm_id>/<member>/`), once there.
+fn peer_file(home: &Path, member: &str, name: &str) -> PathBuf {
+    let until = Instant::now() + LIMIT;
+    loop {
+        let found = std::fs::read_dir(home.join(".murmur/formations"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join(member).join(name))
+            .find(|p| p.exists());
+        if let Some(p) = found {
+            return p;
+        }
+        assert!(Instant::now() < until, "no {name} of {member}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn write_harness(dir: &Path, body: &str) {
@@ -90,7 +111,8 @@ fn kill_leftover(p: &Proc) {
 fn a_session_s_end_leaves_no_grandchild() {
     let w = World::new();
     support::write_capsule(&w.proj, "gc", "0.1.0");
-    let pidfile = w.path("gc.pid");
+    // In the work folder: a confined harness writes nowhere else.
+    let pidfile = w.proj.join("gc.pid");
     write_harness(
         &w.proj,
         &format!(
@@ -118,7 +140,8 @@ fn a_harness_that_exits_after_answering_leaves_nothing_at_the_task_s_end(
 ) {
     use crate::support::session::{Session, rpc};
     let w = World::new();
-    let pidfile = w.path("gc.pid");
+    // In the work folder: a confined harness writes nowhere else.
+    let pidfile = w.proj.join("gc.pid");
     w.install(
         "quitter",
         "",
@@ -197,14 +220,14 @@ fn team() -> Team {
         &project.join("lead"),
         &format!(
             "IFS= read -r task\n{}echo '{{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"call-member\",\"arguments\":{{\"member\":\"helper\",\"task\":\"hold\"}}}}'\nIFS= read -r result\nexec sleep 600\n",
-            grandchild(&world.root.join("lead.pid"))
+            grandchild(&project.join("lead.pid"))
         ),
     );
     write_harness(
         &project.join("helper"),
         &format!(
             "IFS= read -r task\n{}sleep 600\necho '{{\"type\":\"message\",\"text\":\"done\"}}'\n",
-            grandchild(&world.root.join("helper.pid"))
+            grandchild(Path::new("$MURMUR_WORKDIR/helper.pid"))
         ),
     );
     ok(mur(&world.home)
@@ -232,8 +255,8 @@ impl Team {
             .spawn()
             .unwrap();
         let launcher = KillOnDrop::group(launcher);
-        let lead = await_grandchild(&self.world.root.join("lead.pid"));
-        let helper = await_grandchild(&self.world.root.join("helper.pid"));
+        let lead = await_grandchild(&self.project.join("lead.pid"));
+        let helper = await_grandchild(&peer_file(&self.world.home, "helper", "helper.pid"));
         (launcher, lead, helper)
     }
 

@@ -146,7 +146,15 @@ fn run_sh(w: &World, block: &str, mut dir: PathBuf) -> std::process::Output {
         match line[0].as_str() {
             "cd" => dir = dir.join(&line[1]),
             "mur" => {
-                let out = w.mur_in(&dir).args(&line[1..]).output().unwrap();
+                // The system's programs only, as on a machine without pyenv: an
+                // interpreter under the home (pyenv's shims here) is not readable by a
+                // confined harness unless granted, as the process-harness page says.
+                let out = w
+                    .mur_in(&dir)
+                    .env("PATH", "/usr/bin:/bin")
+                    .args(&line[1..])
+                    .output()
+                    .unwrap();
                 assert!(
                     i + 1 == lines.len() || out.status.success(),
                     "{line:?}: {}",
@@ -175,6 +183,7 @@ fn the_process_harness_how_to_runs_as_written() {
     std::fs::write(dir.join("harness.py"), &blocks(&text, "python")[0]).unwrap();
     let out = run_sh(&w, &blocks(&text, "sh")[0], w.proj.clone());
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("capabilities.files.read: [\"~/.pyenv\"]"));
     let reversed: String = "Hello, harness.".chars().rev().collect();
     assert_eq!(stdout(&out), format!("completed\n{reversed}\n"));
     assert!(

@@ -90,7 +90,8 @@ fn admission_warns_of_a_credential_listed_as_passed() {
 #[test]
 fn a_harness_gets_no_credential_and_no_proxy_whatever_env_allow_says() {
     let w = World::new();
-    let dump = w.path("harness.env");
+    // In the work folder: a confined harness writes nowhere else.
+    let dump = w.proj.join("harness.env");
     w.install(
         "leaky",
         "network:\n  authentication:\n    bearer_env: [DOOR_TOKEN]\ncapabilities:\n  env:\n    allow: [DOOR_TOKEN, HTTPS_PROXY, FINE]\n",
@@ -116,4 +117,10 @@ fn a_harness_gets_no_credential_and_no_proxy_whatever_env_allow_says() {
     assert!(env.lines().any(|l| l == "FINE=passed"), "{env}");
     assert!(!env.contains("d00r-s3cr3t"), "{env}");
     assert!(!env.contains("proxy.invalid"), "{env}");
+    // The one proxy it gets is the session's egress proxy.
+    assert!(
+        env.lines()
+            .any(|l| l.starts_with("HTTPS_PROXY=http://127.0.0.1:")),
+        "{env}"
+    );
 }

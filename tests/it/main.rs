@@ -24,6 +24,7 @@ mod catalogue_docs;
 mod completion;
 mod components;
 mod confine;
+mod confine_session;
 mod crash;
 mod delegation;
 mod delegation_limits;

@@ -167,7 +167,8 @@ fn everything_under_dot_murmur_is_owner_only() {
 fn a_formation_with_a_harness_a_delegation_and_a_shell_call_leaves_everything_owner_only() {
     let w = crate::support::World::new();
     w.install("kid", "", None);
-    let out = w.root.display();
+    // In the work folder: a confined harness writes nowhere else.
+    let out = w.proj.display();
     let harness = format!(
         "IFS= read -r task\n\
          echo 'a line of the harness on stderr' >&2\n\
@@ -200,7 +201,7 @@ fn a_formation_with_a_harness_a_delegation_and_a_shell_call_leaves_everything_ow
         });
     }
     ok(&mut run);
-    let read = |name: &str| std::fs::read_to_string(w.root.join(name)).unwrap();
+    let read = |name: &str| std::fs::read_to_string(w.proj.join(name)).unwrap();
     assert!(
         read("shell.json").contains("\"is_error\":false"),
         "{}",

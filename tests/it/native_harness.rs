@@ -1,10 +1,10 @@
 //! A capsule on a native harness (W-RUN-010): told once, run alone or as a formation
-//! member, that its capabilities do not confine it.
+//! member, that it runs confined and in which network tier (docs/confinement.md).
 
 use crate::support::World;
 
 #[test]
-fn a_native_harness_is_told_once_that_capabilities_do_not_confine_it() {
+fn a_native_harness_is_told_once_that_it_runs_confined_and_in_which_tier() {
     let w = World::new();
     let harness = "read line\necho '{\"type\":\"message\",\"text\":\"done\"}'\n";
     w.install("native", "", Some(harness));
@@ -14,7 +14,10 @@ fn a_native_harness_is_told_once_that_capabilities_do_not_confine_it() {
     assert!(native.status.success(), "{stderr}");
     assert_eq!(stderr.matches("warning[W-RUN-010]").count(), 1, "{stderr}");
     assert!(
-        stderr.contains("runs a native harness (`sh harness.sh`)"),
+        stderr.contains(&format!(
+            "local/native starts a `transport: process` harness, confined: files deny by default, the network only through mur's egress proxy; tier {}",
+            mur::confine::start::tier_line(&mur::confine::net::Kernel::probe())
+        )),
         "{stderr}"
     );
     let builtin = w.run_task("model", "Go.");
@@ -67,7 +70,9 @@ fn a_formation_member_on_a_native_harness_is_told_once_at_launch() {
     // Once, by the member whose harness it is, behind its prefix; lead (builtin) says nothing.
     assert_eq!(stderr.matches("W-RUN-010").count(), 1, "{stderr}");
     assert!(
-        stderr.contains("[helper] warning[W-RUN-010]: local/team-helper runs a native harness (`sh harness.sh`); capabilities.network.allow: [] binds WASM components"),
+        stderr.contains(
+            "[helper] warning[W-RUN-010]: local/team-helper starts a `transport: process` harness, confined: "
+        ),
         "{stderr}"
     );
 }

@@ -40,7 +40,9 @@ fn team(w: &World) -> PathBuf {
     let ok = crate::support::ok;
     ok(w.mur_in(&w.root).args(["new", "--roster", "team"]));
     let project = w.root.join("team");
-    let marks = w.root.display();
+    // Each harness marks its own work folder (a confined harness writes nowhere else):
+    // the lead's is the project, the helper's its folder under ~/.murmur/formations/.
+    let marks = project.display();
     write_harness(
         &project.join("lead"),
         &format!(
@@ -50,7 +52,7 @@ fn team(w: &World) -> PathBuf {
     write_harness(
         &project.join("helper"),
         &format!(
-            "IFS= read -r task\ntouch '{marks}/helper.busy'\nwhile :; do ( sh -c 'sleep 0.2' & ); sleep 0.1; done\n"
+            "IFS= read -r task\ntouch \"$MURMUR_WORKDIR/helper.busy\"\nwhile :; do ( sh -c 'sleep 0.2' & ); sleep 0.1; done\n"
         ),
     );
     ok(w.mur_in(&project).args(["install", "lead", "helper"]));
@@ -147,6 +149,15 @@ fn catches_sigterm(pid: u32) -> bool {
         .is_some_and(|mask| mask & (1 << (15 - 1)) != 0)
 }
 
+/// Whether the helper marked its work folder, `~/.murmur/formations/<frm_id>/helper/`.
+fn helper_busy(w: &World) -> bool {
+    std::fs::read_dir(w.home.join(".murmur/formations"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("helper/helper.busy").exists())
+}
+
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let until = Instant::now() + LIMIT;
     while !done() {
@@ -224,8 +235,8 @@ fn mur_as_pid_1_reaps_every_orphan_and_winds_down_on_the_kubelet_s_sigterm() {
     let mut unshare = launch_as_pid_1(&w, &project, &["--task", "Work."]);
     let mur = pid_1(unshare.id());
     let ns = PathBuf::from(format!("/proc/{mur}/ns/pid"));
-    wait_for("the lead's task", || w.root.join("lead.busy").exists());
-    wait_for("the helper's task", || w.root.join("helper.busy").exists());
+    wait_for("the lead's task", || project.join("lead.busy").exists());
+    wait_for("the helper's task", || helper_busy(&w));
     // The helper's session reaps its harness's orphans.
     let zombies = no_lasting_zombie(&ns, Duration::from_secs(2), Duration::from_secs(2), None);
     // Kill the helper's session: its harness and its orphans are PID 1's now.

@@ -86,8 +86,29 @@ fn a_command_runs_in_the_work_folder_with_exactly_its_environment() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let names: Vec<&str> = env.keys().map(String::as_str).collect();
-    // PWD is sh's own.
-    assert_eq!(names, ["FOO", "HOME", "PATH", "PWD", "TMPDIR"], "{env:?}");
+    // PWD is sh's own; the proxy variables are the session's egress proxy
+    // (docs/confinement.md).
+    assert_eq!(
+        names,
+        [
+            "ALL_PROXY",
+            "FOO",
+            "HOME",
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "PATH",
+            "PWD",
+            "TMPDIR",
+            "all_proxy",
+            "http_proxy",
+            "https_proxy"
+        ],
+        "{env:?}"
+    );
+    assert!(
+        env["HTTPS_PROXY"].starts_with("http://127.0.0.1:"),
+        "{env:?}"
+    );
     assert_eq!(env["FOO"], "bar");
     assert_eq!(Path::new(&env["HOME"]), records.join("home"));
     assert_eq!(Path::new(&env["TMPDIR"]), records.join("tmp"));
@@ -136,7 +157,8 @@ fn what_was_read_comes_back_when_a_background_process_holds_the_output(
     #[values(None, Some("fork-clone3"), Some("clone"))] via: Option<&str>,
 ) {
     let w = World::new();
-    let pidfile = w.path("bg.pid");
+    // In the work folder: a confined command writes nowhere else.
+    let pidfile = w.proj.join("bg.pid");
     capsule(
         &w.proj,
         "capabilities:\n  shell: {}\n",

@@ -53,6 +53,7 @@ impl Setup {
                 ("HARNESS_SAYS".into(), "hello".into()),
             ],
             stderr: Some(self.path("stderr.log")),
+            confine: None,
         };
         Agent::new(AgentSpec {
             task_id: "task-1".into(),
@@ -340,6 +341,7 @@ async fn a_missing_program_fails_the_task() {
         cwd: dir.path().to_path_buf(),
         env: vec![],
         stderr: None,
+        confine: None,
     };
     let mut agent = Agent::new(AgentSpec {
         task_id: "t".into(),
@@ -362,6 +364,7 @@ async fn a_missing_program_fails_the_task() {
             cwd: dir.path().to_path_buf(),
             env: vec![],
             stderr: None,
+            confine: None,
         })
         .is_err()
     );
@@ -452,6 +455,7 @@ async fn the_minimal_harness_in_docs_agent_md_works_as_documented() {
         cwd: s.dir.path().to_path_buf(),
         env: vec![],
         stderr: None,
+        confine: None,
     };
     let mut agent = Agent::new(AgentSpec {
         task_id: "t".into(),
@@ -490,6 +494,7 @@ async fn helper_run_a_harness_forever() {
         cwd: dir.into(),
         env: vec![],
         stderr: None,
+        confine: None,
     };
     let mut agent = Agent::new(AgentSpec {
         task_id: "t".into(),
