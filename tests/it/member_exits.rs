@@ -142,9 +142,10 @@ fn running_with_door(r: &Value) -> bool {
 }
 
 /// `lead` waits for `go`, then calls `helper` and writes the tool result it got to
-/// `result`, and answers. `helper` holds every task.
+/// `result`, and answers. `helper` holds every task. The entry member's work folder is
+/// the project: the one place a confined lead writes.
 fn calling_team(w: &World) -> (PathBuf, PathBuf, PathBuf) {
-    let (go, result) = (w.root.join("go"), w.root.join("result.json"));
+    let (go, result) = (w.root.join("go"), w.root.join("team/result.json"));
     let lead = format!(
         "IFS= read -r task\n\
          while [ ! -e '{go}' ]; do sleep 0.02; done\n\
@@ -317,6 +318,24 @@ fn appears(path: &Path) {
     }
 }
 
+/// Waits until `file` is in `member`'s work folder in some formation.
+fn appears_in_formation(w: &World, member: &str, file: &str) {
+    let until = Instant::now() + LIMIT;
+    let formations = w.home.join(".murmur/formations");
+    loop {
+        let found = std::fs::read_dir(&formations)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|f| f.path().join(member).join(file).exists());
+        if found {
+            return;
+        }
+        assert!(Instant::now() < until, "{member}'s {file} never appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The launcher's summary lines (`[mur run] <member>: N of M task(s) failed; …`).
 fn summary_lines(stderr: &str) -> Vec<&str> {
     stderr
@@ -329,7 +348,9 @@ fn summary_lines(stderr: &str) -> Vec<&str> {
 #[test]
 fn a_call_in_flight_to_a_peer_killed_9_fails_at_once_saying_it_exited_and_when() {
     let w = World::new();
-    let (got, answers) = (w.root.join("got"), w.root.join("answers"));
+    // Each in its writer's work folder: the project for lead, and for helper its own
+    // folder under the formation's (found once it exists).
+    let answers = w.root.join("team/answers");
     // lead calls helper, ends its turn, and writes the answers message it is given.
     let lead = format!(
         "IFS= read -r task\n\
@@ -342,13 +363,10 @@ fn a_call_in_flight_to_a_peer_killed_9_fails_at_once_saying_it_exited_and_when()
         answers = answers.display()
     );
     // helper takes the part, says so, and never answers.
-    let helper = format!(
-        "IFS= read -r task\n: > '{got}'\nexec sleep 600\n",
-        got = got.display()
-    );
-    let project = team(&w, &lead, &helper);
+    let helper = "IFS= read -r task\n: > \"$MURMUR_WORKDIR/got\"\nexec sleep 600\n";
+    let project = team(&w, &lead, helper);
     let mut l = launch(&w, &project, &["--json", "--task", "Ask helper."]);
-    appears(&got);
+    appears_in_formation(&w, "helper", "got");
     let helper = ps_member(&w, "helper", running_with_door);
     let frm = helper["formation_id"].as_str().unwrap().to_string();
     kill(
