@@ -1,3 +1,4 @@
+use crate::a2a::time::now;
 use std::os::unix::fs::PermissionsExt;
 
 use serde_json::json;
