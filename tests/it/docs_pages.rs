@@ -82,7 +82,7 @@ fn user_pages_name_no_spec_the_repository_lacks_and_keep_no_implementer_section(
 }
 
 /// The fenced blocks of `text` opened with "```<lang>".
-fn blocks(text: &str, lang: &str) -> Vec<String> {
+pub(crate) fn blocks(text: &str, lang: &str) -> Vec<String> {
     let fence = format!("```{lang}\n");
     let mut out = Vec::new();
     let mut rest = text;
@@ -95,12 +95,12 @@ fn blocks(text: &str, lang: &str) -> Vec<String> {
     out
 }
 
-fn page(name: &str) -> String {
+pub(crate) fn page(name: &str) -> String {
     std::fs::read_to_string(root().join("docs").join(name)).unwrap()
 }
 
 /// The value of the first `name:` line of a manifest.
-fn name_of(manifest: &str) -> &str {
+pub(crate) fn name_of(manifest: &str) -> &str {
     manifest
         .lines()
         .find_map(|l| l.strip_prefix("name: "))
@@ -110,7 +110,7 @@ fn name_of(manifest: &str) -> &str {
 
 /// The words of one line of a how-to's `sh` block, as sh splits them: quotes group,
 /// `#` outside them starts a comment.
-fn words(line: &str) -> Vec<String> {
+pub(crate) fn words(line: &str) -> Vec<String> {
     let (mut out, mut word, mut quote, mut started) = (Vec::new(), String::new(), None, false);
     for c in line.chars() {
         match (quote, c) {
@@ -136,34 +136,56 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
-/// Runs a how-to's `sh` block as printed, from `dir`: `cd` moves, every other line is
-/// a `mur` command (a page's block holds nothing else this runs), each but the last
-/// succeeding. The last one's output.
-fn run_sh(w: &World, block: &str, mut dir: PathBuf) -> std::process::Output {
-    let lines: Vec<Vec<String>> = block.lines().map(words).filter(|l| !l.is_empty()).collect();
+/// Runs a how-to's `sh` block as printed, from `dir`: `cd` moves, `&&` joins, every
+/// other command is `mur` or `cargo` (a page's block holds nothing else this runs), each
+/// but the last succeeding. The last one's output.
+pub(crate) fn run_sh(w: &World, block: &str, mut dir: PathBuf) -> std::process::Output {
+    let commands: Vec<Vec<String>> = block
+        .lines()
+        .map(words)
+        .flat_map(|line| {
+            line.split(|word| word == "&&")
+                .map(<[String]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| !c.is_empty())
+        .collect();
     let mut last = None;
-    for (i, line) in lines.iter().enumerate() {
-        match line[0].as_str() {
-            "cd" => dir = dir.join(&line[1]),
+    for (i, line) in commands.iter().enumerate() {
+        let mut cmd = match line[0].as_str() {
+            "cd" => {
+                dir = dir.join(&line[1]);
+                continue;
+            }
+            // The system's programs only, as on a machine without pyenv: an
+            // interpreter under the home (pyenv's shims here) is not readable by a
+            // confined harness unless granted, as the process-harness page says.
             "mur" => {
-                // The system's programs only, as on a machine without pyenv: an
-                // interpreter under the home (pyenv's shims here) is not readable by a
-                // confined harness unless granted, as the process-harness page says.
-                let out = w
-                    .mur_in(&dir)
-                    .env("PATH", "/usr/bin:/bin")
-                    .args(&line[1..])
-                    .output()
-                    .unwrap();
-                assert!(
-                    i + 1 == lines.len() || out.status.success(),
-                    "{line:?}: {}",
-                    stderr(&out)
-                );
-                last = Some(out);
+                let mut cmd = w.mur_in(&dir);
+                cmd.env("PATH", "/usr/bin:/bin");
+                cmd
+            }
+            // The user's own cargo and home (its registry), offline: the crates a page
+            // names are those components/ builds with, already on the machine. The
+            // caller's flags and target folder are not the page's.
+            "cargo" => {
+                let mut cmd = std::process::Command::new("cargo");
+                cmd.current_dir(&dir)
+                    .env("CARGO_NET_OFFLINE", "true")
+                    .env_remove("CARGO_TARGET_DIR")
+                    .env_remove("CARGO_BUILD_TARGET")
+                    .env_remove("RUSTFLAGS");
+                cmd
             }
             other => panic!("a how-to's sh block runs `{other}`, which this test cannot"),
-        }
+        };
+        let out = cmd.args(&line[1..]).output().unwrap();
+        assert!(
+            i + 1 == commands.len() || out.status.success(),
+            "{line:?}: {}",
+            stderr(&out)
+        );
+        last = Some(out);
     }
     last.unwrap()
 }
@@ -233,30 +255,6 @@ fn the_process_harness_how_to_s_call_tools_run_in_a_formation() {
         text.contains("`member:helper (completed, …)`"),
         "the page shows it"
     );
-}
-
-#[test]
-fn the_wasm_tool_how_to_s_capsule_and_command_run() {
-    let text = page("howto-wasm-tool.md");
-    let w = World::new();
-    let manifest = &blocks(&text, "yaml")[0];
-    let dir = w.proj.join(name_of(manifest));
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
-    // The echo tool stands in for the page's shout: the same world, the text unchanged.
-    std::fs::copy(
-        crate::support::guests::guest("tool-echo"),
-        dir.join("tools/shout.wasm"),
-    )
-    .unwrap();
-    let run = blocks(&text, "sh")
-        .into_iter()
-        .find(|b| b.contains("mur run --task '"))
-        .unwrap();
-    let out = run_sh(&w, &run, w.proj.clone());
-    assert!(out.status.success(), "{}", stderr(&out));
-    let shown = &blocks(&text, "text")[0];
-    assert_eq!(stdout(&out), shown.replace("HELLO, TOOL", "hello, tool"));
 }
 
 #[test]

@@ -30,6 +30,7 @@ mod delegation;
 mod delegation_limits;
 mod descendants;
 mod did_you_mean;
+mod docs_howtos;
 mod docs_pages;
 mod door_a2a;
 mod door_auth;
