@@ -185,9 +185,9 @@ pub(super) unsafe fn enter(s: &NetSetup) -> Result<(), Errno> {
             req.ifr_name[i] = *b as libc::c_char;
         }
         let flags = (|| {
-            ok(libc::ioctl(udp, libc::SIOCGIFFLAGS, &mut req).into())?;
+            ok(libc::ioctl(udp, libc::SIOCGIFFLAGS as libc::Ioctl, &mut req).into())?;
             req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            ok(libc::ioctl(udp, libc::SIOCSIFFLAGS, &req).into())
+            ok(libc::ioctl(udp, libc::SIOCSIFFLAGS as libc::Ioctl, &req).into())
         })();
         libc::close(udp);
         flags?;
