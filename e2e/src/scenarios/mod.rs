@@ -8,6 +8,7 @@ use anyhow::Result;
 use crate::formation::Members;
 use crate::report::Measured;
 
+pub mod confined;
 pub mod kills;
 pub mod kube;
 pub mod readiness;
@@ -104,6 +105,9 @@ pub fn all() -> Vec<Scenario> {
         }),
         s("real-stubborn-harness", Real, || {
             Box::pin(real::stubborn_harness())
+        }),
+        s("real-confined-peer", Real, || {
+            Box::pin(confined::confined_peer())
         }),
     ]
 }

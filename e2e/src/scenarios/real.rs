@@ -27,7 +27,7 @@ pub struct Real {
 
 /// Launches `roster` with real members and waits until every member in `members` has
 /// started its session and each in `working` runs a task.
-async fn start(
+pub(super) async fn start(
     sb: Sandbox,
     roster: &str,
     args: &[&str],
@@ -72,7 +72,7 @@ impl Real {
             .context("no pid in session_start")
     }
 
-    async fn gone(&self, since: f64) -> Result<f64> {
+    pub(super) async fn gone(&self, since: f64) -> Result<f64> {
         let t = procs::wait_all_gone(&self.sb, since, BOUND).await?;
         match t.gone_after {
             Some(s) => Ok(s),
