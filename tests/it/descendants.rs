@@ -1,7 +1,8 @@
 //! No descendant left behind (docs/design/descendants.md), on real processes: each harness
 //! starts a grandchild that double-forks, calls setsid and ignores SIGTERM, and each
-//! kind of end must leave it gone. The grandchildren are found by the pid they write;
-//! a test kills only those, by pidfd, when it expects one to survive.
+//! kind of end must leave it gone. The grandchildren are found by the pid and start
+//! time they write, so a test need not catch one alive; a test kills only those, by
+//! pidfd, when it expects one to survive.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -20,13 +21,15 @@ const LIMIT: Duration = Duration::from_secs(30);
 
 /// Shell that starts the escaping grandchild and waits until it runs: a subshell
 /// backgrounds `setsid sh` and exits (the double fork); the grandchild ignores
-/// SIGTERM, then writes its pid to `pidfile` and execs into sleep (same pid).
-/// `pidfile` is in a folder the confined harness may write (its work folder), and may
-/// name `$MURMUR_WORKDIR`, which both shells expand.
+/// SIGTERM, then writes its pid and start time (field 22 of its /proc/<pid>/stat) to
+/// `pidfile` and execs into sleep (same pid, same start time). The record names the
+/// grandchild even once it is gone: a test need not catch it alive, which it cannot
+/// when mur kills it first. `pidfile` is in a folder the confined harness may write
+/// (its work folder), and may name `$MURMUR_WORKDIR`, which both shells expand.
 fn grandchild(pidfile: &Path) -> String {
     let p = pidfile.display();
     format!(
-        "( setsid sh -c 'trap \"\" TERM; echo $$ > \"{p}.tmp\"; mv \"{p}.tmp\" \"{p}\"; exec sleep 600' </dev/null >/dev/null 2>&1 & )\nwhile [ ! -e \"{p}\" ]; do sleep 0.01; done\n"
+        "( setsid sh -c 'trap \"\" TERM; read -r s < /proc/$$/stat; set -- $s; shift 21; echo \"$$ $1\" > \"{p}.tmp\"; mv \"{p}.tmp\" \"{p}\"; exec sleep 600' </dev/null >/dev/null 2>&1 & )\nwhile [ ! -e \"{p}\" ]; do sleep 0.01; done\n"
     )
 }
 
@@ -64,16 +67,29 @@ fn write_harness(dir: &Path, body: &str) {
     .unwrap();
 }
 
-/// The grandchild named by `pidfile`, once written.
+/// The grandchild recorded in `pidfile`, once written: as it runs, or, when it is
+/// already gone (mur may kill it before the test looks), as recorded, in state `X`.
 fn await_grandchild(pidfile: &Path) -> Proc {
     let until = Instant::now() + LIMIT;
     loop {
-        if let Some(p) = std::fs::read_to_string(pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .and_then(descendants::stat)
-        {
-            return p;
+        // Written whole (renamed into place), so a file there is a whole record.
+        if let Ok(text) = std::fs::read_to_string(pidfile) {
+            let mut fields = text.split_whitespace().map(|f| f.parse::<u64>());
+            let (Some(Ok(pid)), Some(Ok(start)), None) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                panic!("{pidfile:?} holds {text:?}, not `<pid> <start>`");
+            };
+            let pid = u32::try_from(pid).unwrap();
+            return descendants::stat(pid)
+                .filter(|now| now.start == start)
+                .unwrap_or(Proc {
+                    pid,
+                    ppid: 0,
+                    pgid: 0,
+                    state: 'X',
+                    start,
+                });
         }
         assert!(Instant::now() < until, "no grandchild in {pidfile:?}");
         std::thread::sleep(Duration::from_millis(20));
@@ -169,6 +185,8 @@ fn a_harness_that_exits_after_answering_leaves_nothing_at_the_task_s_end(
         sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{sent}"
     );
+    // Written before the answer; the grandchild may already be gone (mur's stop can
+    // beat the test here), and its record still names it.
     let gc = await_grandchild(&pidfile);
     // The task has ended; what its harness left goes with it (the transport's stop, a
     // moment after the answer), while the session lives on. Unfixed, it lived until
