@@ -309,15 +309,6 @@ fn a_formation_ends_with_a_line_for_each_member_whose_tasks_failed_and_its_exit_
     );
 }
 
-/// Waits until `path` exists.
-fn appears(path: &Path) {
-    let until = Instant::now() + LIMIT;
-    while !path.exists() {
-        assert!(Instant::now() < until, "{} never appeared", path.display());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Waits until `file` is in `member`'s work folder in some formation.
 fn appears_in_formation(w: &World, member: &str, file: &str) {
     let until = Instant::now() + LIMIT;

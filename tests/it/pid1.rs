@@ -51,9 +51,7 @@ fn team(w: &World) -> PathBuf {
     );
     write_harness(
         &project.join("helper"),
-        &format!(
-            "IFS= read -r task\ntouch \"$MURMUR_WORKDIR/helper.busy\"\nwhile :; do ( sh -c 'sleep 0.2' & ); sleep 0.1; done\n"
-        ),
+        "IFS= read -r task\ntouch \"$MURMUR_WORKDIR/helper.busy\"\nwhile :; do ( sh -c 'sleep 0.2' & ); sleep 0.1; done\n",
     );
     ok(w.mur_in(&project).args(["install", "lead", "helper"]));
     project
