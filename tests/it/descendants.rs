@@ -489,6 +489,23 @@ fn kill_9_of_a_peer_leaves_no_grandchild_while_the_formation_runs() {
     assert!(gone(&lead));
 }
 
+/// The cgroup `dir`, made and `flock`ed as a launcher holds its own (a sweep passes
+/// it by); made again if a sweep took it between the two.
+fn made_locked(dir: &Path) -> std::fs::File {
+    let until = Instant::now() + LIMIT;
+    loop {
+        let _ = std::fs::create_dir(dir);
+        if let Ok(f) = std::fs::File::open(dir) {
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).unwrap();
+            // No one else makes this name: still there, it is the one locked.
+            if dir.is_dir() {
+                return f;
+            }
+        }
+        assert!(Instant::now() < until, "cannot make {dir:?}");
+    }
+}
+
 #[test]
 fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     if !cgroup_writable() {
@@ -497,21 +514,25 @@ fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     }
     let own = mur::cgroup::own_dir().unwrap();
     let me = std::process::id();
+    // Each made under its lock: a launch in a test process beside this one (nextest
+    // runs each test in a process of its own, all in one cgroup) sweeps the same
+    // parent, and would take a cgroup made here before the test has set it up.
     // What a killed watcher left: an empty formation cgroup, with an empty one below.
     let left = own.join(format!("{}leftover{me}", mur::cgroup::PREFIX));
-    std::fs::create_dir_all(left.join(format!("{}inner", mur::cgroup::PREFIX))).unwrap();
+    let setting_up = made_locked(&left);
+    std::fs::create_dir(left.join(format!("{}inner", mur::cgroup::PREFIX))).unwrap();
+    drop(setting_up);
     // A live formation's before its first member: empty, but its launcher holds its lock.
     let locked = own.join(format!("{}locked{me}", mur::cgroup::PREFIX));
-    std::fs::create_dir(&locked).unwrap();
-    let lock = std::fs::File::open(&locked).unwrap();
-    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let lock = made_locked(&locked);
     // A formation cgroup something runs in, and a cgroup not named for a formation.
     let busy = own.join(format!("{}busy{me}", mur::cgroup::PREFIX));
     let other = own.join(format!("murmur-other{me}"));
-    std::fs::create_dir(&busy).unwrap();
+    let setting_up = made_locked(&busy);
     std::fs::create_dir(&other).unwrap();
     let mut sleeper = Command::new("sleep").arg("600").spawn().unwrap();
     std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    drop(setting_up);
 
     mur::cgroup::remove_leftovers(&own);
     let (busy_stayed, other_stayed, locked_stayed) =
