@@ -1,7 +1,8 @@
 //! No descendant left behind (docs/design/descendants.md), on real processes: each harness
 //! starts a grandchild that double-forks, calls setsid and ignores SIGTERM, and each
-//! kind of end must leave it gone. The grandchildren are found by the pid they write;
-//! a test kills only those, by pidfd, when it expects one to survive.
+//! kind of end must leave it gone. The grandchildren are found by the pid and start
+//! time they write, so a test need not catch one alive; a test kills only those, by
+//! pidfd, when it expects one to survive.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -20,13 +21,15 @@ const LIMIT: Duration = Duration::from_secs(30);
 
 /// Shell that starts the escaping grandchild and waits until it runs: a subshell
 /// backgrounds `setsid sh` and exits (the double fork); the grandchild ignores
-/// SIGTERM, then writes its pid to `pidfile` and execs into sleep (same pid).
-/// `pidfile` is in a folder the confined harness may write (its work folder), and may
-/// name `$MURMUR_WORKDIR`, which both shells expand.
+/// SIGTERM, then writes its pid and start time (field 22 of its /proc/<pid>/stat) to
+/// `pidfile` and execs into sleep (same pid, same start time). The record names the
+/// grandchild even once it is gone: a test need not catch it alive, which it cannot
+/// when mur kills it first. `pidfile` is in a folder the confined harness may write
+/// (its work folder), and may name `$MURMUR_WORKDIR`, which both shells expand.
 fn grandchild(pidfile: &Path) -> String {
     let p = pidfile.display();
     format!(
-        "( setsid sh -c 'trap \"\" TERM; echo $$ > \"{p}.tmp\"; mv \"{p}.tmp\" \"{p}\"; exec sleep 600' </dev/null >/dev/null 2>&1 & )\nwhile [ ! -e \"{p}\" ]; do sleep 0.01; done\n"
+        "( setsid sh -c 'trap \"\" TERM; read -r s < /proc/$$/stat; set -- $s; shift 21; echo \"$$ $1\" > \"{p}.tmp\"; mv \"{p}.tmp\" \"{p}\"; exec sleep 600' </dev/null >/dev/null 2>&1 & )\nwhile [ ! -e \"{p}\" ]; do sleep 0.01; done\n"
     )
 }
 
@@ -64,16 +67,29 @@ fn write_harness(dir: &Path, body: &str) {
     .unwrap();
 }
 
-/// The grandchild named by `pidfile`, once written.
+/// The grandchild recorded in `pidfile`, once written: as it runs, or, when it is
+/// already gone (mur may kill it before the test looks), as recorded, in state `X`.
 fn await_grandchild(pidfile: &Path) -> Proc {
     let until = Instant::now() + LIMIT;
     loop {
-        if let Some(p) = std::fs::read_to_string(pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .and_then(descendants::stat)
-        {
-            return p;
+        // Written whole (renamed into place), so a file there is a whole record.
+        if let Ok(text) = std::fs::read_to_string(pidfile) {
+            let mut fields = text.split_whitespace().map(|f| f.parse::<u64>());
+            let (Some(Ok(pid)), Some(Ok(start)), None) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                panic!("{pidfile:?} holds {text:?}, not `<pid> <start>`");
+            };
+            let pid = u32::try_from(pid).unwrap();
+            return descendants::stat(pid)
+                .filter(|now| now.start == start)
+                .unwrap_or(Proc {
+                    pid,
+                    ppid: 0,
+                    pgid: 0,
+                    state: 'X',
+                    start,
+                });
         }
         assert!(Instant::now() < until, "no grandchild in {pidfile:?}");
         std::thread::sleep(Duration::from_millis(20));
@@ -169,6 +185,8 @@ fn a_harness_that_exits_after_answering_leaves_nothing_at_the_task_s_end(
         sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{sent}"
     );
+    // Written before the answer; the grandchild may already be gone (mur's stop can
+    // beat the test here), and its record still names it.
     let gc = await_grandchild(&pidfile);
     // The task has ended; what its harness left goes with it (the transport's stop, a
     // moment after the answer), while the session lives on. Unfixed, it lived until
@@ -471,6 +489,23 @@ fn kill_9_of_a_peer_leaves_no_grandchild_while_the_formation_runs() {
     assert!(gone(&lead));
 }
 
+/// The cgroup `dir`, made and `flock`ed as a launcher holds its own (a sweep passes
+/// it by); made again if a sweep took it between the two.
+fn made_locked(dir: &Path) -> std::fs::File {
+    let until = Instant::now() + LIMIT;
+    loop {
+        let _ = std::fs::create_dir(dir);
+        if let Ok(f) = std::fs::File::open(dir) {
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).unwrap();
+            // No one else makes this name: still there, it is the one locked.
+            if dir.is_dir() {
+                return f;
+            }
+        }
+        assert!(Instant::now() < until, "cannot make {dir:?}");
+    }
+}
+
 #[test]
 fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     if !cgroup_writable() {
@@ -479,21 +514,25 @@ fn a_launch_removes_empty_formation_cgroups_left_beside_it_and_only_those() {
     }
     let own = mur::cgroup::own_dir().unwrap();
     let me = std::process::id();
+    // Each made under its lock: a launch in a test process beside this one (nextest
+    // runs each test in a process of its own, all in one cgroup) sweeps the same
+    // parent, and would take a cgroup made here before the test has set it up.
     // What a killed watcher left: an empty formation cgroup, with an empty one below.
     let left = own.join(format!("{}leftover{me}", mur::cgroup::PREFIX));
-    std::fs::create_dir_all(left.join(format!("{}inner", mur::cgroup::PREFIX))).unwrap();
+    let setting_up = made_locked(&left);
+    std::fs::create_dir(left.join(format!("{}inner", mur::cgroup::PREFIX))).unwrap();
+    drop(setting_up);
     // A live formation's before its first member: empty, but its launcher holds its lock.
     let locked = own.join(format!("{}locked{me}", mur::cgroup::PREFIX));
-    std::fs::create_dir(&locked).unwrap();
-    let lock = std::fs::File::open(&locked).unwrap();
-    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let lock = made_locked(&locked);
     // A formation cgroup something runs in, and a cgroup not named for a formation.
     let busy = own.join(format!("{}busy{me}", mur::cgroup::PREFIX));
     let other = own.join(format!("murmur-other{me}"));
-    std::fs::create_dir(&busy).unwrap();
+    let setting_up = made_locked(&busy);
     std::fs::create_dir(&other).unwrap();
     let mut sleeper = Command::new("sleep").arg("600").spawn().unwrap();
     std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    drop(setting_up);
 
     mur::cgroup::remove_leftovers(&own);
     let (busy_stayed, other_stayed, locked_stayed) =
